@@ -1,0 +1,78 @@
+"""`kafka-mock-broker`: serve a mock cluster until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from broker.config import load_properties
+from broker.mock_cluster import MockCluster, new_event_loop
+
+log = logging.getLogger("broker")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="kafka-mock-broker", description="Kafka wire-protocol mock broker with client quotas."
+    )
+    parser.add_argument("--config", help="server.properties-style file with Kafka broker configs")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="set a config (repeatable)"
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="listener host when `listeners` is not set")
+    parser.add_argument("--port", type=int, default=9092, help="listener port when `listeners` is not set")
+    parser.add_argument("--brokers", type=int, default=1, help="brokers in the cluster (broker i on port+i)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> dict[str, str]:
+    config = load_properties(args.config) if args.config else {}
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--override expects key=value, got {item!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
+async def serve(cluster: MockCluster) -> None:
+    await cluster.start()
+    for broker in cluster.brokers:
+        endpoints = ", ".join(str(broker.advertised_endpoint(e.listener)) for e in broker.listeners)
+        log.info("broker %d listening on %s", broker.node_id, endpoints)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down: finishing in-flight requests")
+    await cluster.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    try:
+        cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)
+    except ValueError as exc:
+        log.error("%s", exc)
+        return 2
+    loop = new_event_loop()
+    try:
+        loop.run_until_complete(serve(cluster))
+    except OSError as exc:
+        log.error("cannot start: %s", exc)
+        return 1
+    finally:
+        loop.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""State shared by every broker of one mock cluster: brokers, topics, partitions."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.config import BrokerConfig
+from broker.log import PartitionLog
+
+_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class ClusterError(Exception):
+    """A request that Kafka refuses with `code` (kept apart from kafka-python's exceptions)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class BrokerNode:
+    node_id: int
+    endpoints: dict[str, tuple[str, int]]  # listener name -> advertised (host, port)
+    rack: str | None = None
+    up: bool = True
+
+    def endpoint(self, listener: str) -> tuple[str, int]:
+        """Where a client that came in on `listener` reaches this broker."""
+        return self.endpoints.get(listener) or next(iter(self.endpoints.values()))
+
+
+@dataclass(slots=True)
+class Partition:
+    topic: str
+    index: int
+    leader: int
+    replicas: list[int]
+    log: PartitionLog
+    leader_epoch: int = 0
+
+
+@dataclass(slots=True)
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[Partition]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_internal(self) -> bool:
+        return self.name in INTERNAL_TOPICS
+
+
+def validate_topic_name(name: str) -> None:
+    if not name or name in (".", ".."):
+        raise ClusterError(17, f"Topic name {name!r} is illegal")
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        raise ClusterError(17, f"Topic name {name!r} is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+    if not _LEGAL_TOPIC.match(name):
+        raise ClusterError(17, f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'")
+
+
+class ClusterState:
+    """Topics and brokers; every broker of the cluster reads and writes this one object."""
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.cluster_id = config.get_str("cluster.id")
+        self.brokers: dict[int, BrokerNode] = {}
+        self.topics: dict[str, Topic] = {}
+        self.topics_by_id: dict[uuid.UUID, Topic] = {}
+        self._next_producer_id = 1000
+        self.transactional_producers: dict[str, tuple[int, int]] = {}  # id -> (producer id, epoch)
+        self._placement = 0
+        self.metadata_listeners: list[Callable[[], None]] = []
+
+    # -- brokers -------------------------------------------------------------
+    @property
+    def controller_id(self) -> int:
+        live = self.live_broker_ids()
+        return live[0] if live else -1
+
+    def live_broker_ids(self) -> list[int]:
+        return sorted(node_id for node_id, node in self.brokers.items() if node.up)
+
+    # -- topics --------------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> Topic | None:
+        validate_topic_name(name)
+        if name in self.topics:
+            raise ClusterError(36, f"Topic '{name}' already exists.")
+        if num_partitions == -1:
+            num_partitions = self.config.get_int("num.partitions")
+        if replication_factor == -1:
+            replication_factor = self.config.get_int("default.replication.factor")
+        if num_partitions <= 0:
+            raise ClusterError(37, "Number of partitions must be larger than 0.")
+        if replication_factor <= 0:
+            raise ClusterError(38, "Replication factor must be larger than 0.")
+        brokers = self.live_broker_ids()
+        if replication_factor > len(brokers):
+            raise ClusterError(
+                38,
+                f"Unable to replicate the partition {replication_factor} time(s): "
+                f"The target replication factor of {replication_factor} cannot be reached "
+                f"because only {len(brokers)} broker(s) are registered.",
+            )
+        if validate_only:
+            return None
+        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
+        self._add_partitions(topic, num_partitions, replication_factor)
+        self.topics[name] = topic
+        self.topics_by_id[topic.topic_id] = topic
+        self.metadata_changed()
+        return topic
+
+    def _add_partitions(self, topic: Topic, count: int, replication_factor: int) -> None:
+        brokers = self.live_broker_ids() or sorted(self.brokers)
+        retention = int(topic.configs.get("retention.bytes", self.config.get_str("log.retention.bytes")))
+        start = self._placement
+        self._placement += 1
+        for _ in range(count):
+            index = len(topic.partitions)
+            first = (start + index) % len(brokers)
+            replicas = [brokers[(first + r) % len(brokers)] for r in range(replication_factor)]
+            topic.partitions.append(Partition(topic.name, index, replicas[0], replicas, PartitionLog(retention)))
+
+    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise ClusterError(3, f"The topic '{name}' does not exist.")
+        current = len(topic.partitions)
+        if total < current:
+            raise ClusterError(37, f"Topic currently has {current} partitions, which is higher than the requested {total}.")
+        if total == current:
+            raise ClusterError(37, f"Topic already has {current} partitions.")
+        if validate_only:
+            return
+        self._add_partitions(topic, total - current, len(topic.partitions[0].replicas))
+        self.metadata_changed()
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.pop(name, None)
+        if topic is None:
+            raise ClusterError(3, "This server does not host this topic-partition.")
+        del self.topics_by_id[topic.topic_id]
+        self.metadata_changed()
+        return topic
+
+    def partition(self, topic: str, index: int) -> Partition | None:
+        found = self.topics.get(topic)
+        if found is None or not 0 <= index < len(found.partitions):
+            return None
+        return found.partitions[index]
+
+    def move_leader(self, topic: str, index: int, broker_id: int) -> None:
+        partition = self.partition(topic, index)
+        if partition is None:
+            raise ClusterError(3, f"unknown partition {topic}-{index}")
+        if broker_id not in self.brokers:
+            raise ClusterError(-1, f"unknown broker {broker_id}")
+        if broker_id not in partition.replicas:
+            partition.replicas.append(broker_id)
+        partition.leader = broker_id
+        partition.leader_epoch += 1
+        self.metadata_changed()
+
+    def next_producer_id(self) -> int:
+        self._next_producer_id += 1
+        return self._next_producer_id
+
+    def metadata_changed(self) -> None:
+        for listener in self.metadata_listeners:
+            listener()

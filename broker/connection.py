@@ -1,0 +1,195 @@
+"""One client connection: framing, the request pipeline, ordered responses.
+
+Requests are handled one at a time in arrival order, as Kafka does per connection, so
+pipelined requests are answered in order. A handler either returns its response (the
+fast path: no task is created) or a coroutine for requests that wait (long-poll fetch,
+group joins); then the connection holds later requests until it completes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import struct
+import time
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from broker.context import RequestContext
+from broker.handlers import HANDLERS, api_versions
+from protocol.headers import (
+    MalformedRequest,
+    decode_body,
+    decode_header,
+    encode_response,
+    is_flexible,
+    peek_header,
+)
+
+if TYPE_CHECKING:
+    from broker.server import BrokerServer
+
+log = logging.getLogger("broker.connection")
+
+_SIZE = struct.Struct(">i")
+# Stop reading from a client that has this many undecoded requests queued.
+MAX_QUEUED_REQUESTS = 64
+API_VERSIONS = 18
+
+
+class Connection(asyncio.Protocol):
+    _next_id = 0
+
+    def __init__(self, broker: BrokerServer, listener: str) -> None:
+        Connection._next_id += 1
+        self.connection_id = Connection._next_id
+        self.broker = broker
+        self.listener = listener
+        self.max_frame = broker.cluster.config.get_int("socket.request.max.bytes")
+        self.transport: asyncio.Transport | None = None
+        self.peer = ("", 0)
+        self.client_id: str | None = None
+        self.client_software_name = ""
+        self.client_software_version = ""
+        self.principal = "User:ANONYMOUS"
+        self._buffer = bytearray()
+        self._pending: deque[memoryview] = deque()
+        self._busy = False
+        self._write_paused = False
+        self._reading_paused = False
+        self.closed = False
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    # -- asyncio.Protocol ----------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = (peer[0], peer[1])
+        self.broker.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self._pending.clear()
+        self.broker.connections.discard(self)
+        self.idle.set()
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._process()
+
+    def data_received(self, data: bytes) -> None:
+        if self._buffer:
+            self._buffer += data
+            view = memoryview(self._buffer)
+        else:
+            view = memoryview(data)
+        pos = 0
+        end = len(view)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(view, pos)
+            if size < 0 or size > self.max_frame:
+                log.warning(
+                    "closing %s: request size %d outside 0..%d (socket.request.max.bytes)",
+                    self.describe(),
+                    size,
+                    self.max_frame,
+                )
+                view.release()
+                self.close()
+                return
+            if end - pos - 4 < size:
+                break
+            if self._buffer:
+                # Frames sliced from our own buffer must be copied before it changes.
+                self._pending.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
+            else:
+                self._pending.append(view[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+        if self._buffer:
+            view.release()
+            del self._buffer[:pos]
+        elif pos < end:
+            self._buffer += view[pos:]
+        if len(self._pending) > MAX_QUEUED_REQUESTS and not self._reading_paused and self.transport:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        self._process()
+
+    # -- pipeline ------------------------------------------------------------
+    def _process(self) -> None:
+        while self._pending and not self._busy and not self._write_paused and not self.closed:
+            self._handle_frame(self._pending.popleft())
+        if self._reading_paused and len(self._pending) <= MAX_QUEUED_REQUESTS // 2 and self.transport:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        if not self._busy and not self._pending:
+            self.idle.set()
+
+    def _handle_frame(self, frame: memoryview) -> None:
+        received_ns = time.monotonic_ns()
+        try:
+            api_key, api_version, correlation_id = peek_header(frame)
+            spec = HANDLERS.get(api_key)
+            if spec is None:
+                raise MalformedRequest(f"unsupported API key {api_key}")
+            if not spec.min_version <= api_version <= spec.max_version:
+                if api_key == API_VERSIONS:
+                    # KIP-511: an unknown ApiVersions version is answered in v0 so the
+                    # client can learn the supported range and retry.
+                    self._send(api_versions.unsupported_version_response(), correlation_id)
+                    return
+                raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
+            header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
+            request = decode_body(api_key, api_version, frame[body_offset:])
+        except MalformedRequest as exc:
+            log.warning("closing %s: %s", self.describe(), exc)
+            self.close()
+            return
+        self.client_id = header.client_id
+        ctx = RequestContext(
+            self.broker, self, api_key, api_version, correlation_id, header.client_id, len(frame), received_ns
+        )
+        try:
+            result = spec.handler(ctx, request)
+        except Exception:
+            log.exception("closing %s: handler for API key %d failed", self.describe(), api_key)
+            self.close()
+            return
+        if inspect.iscoroutine(result):
+            self._busy = True
+            self.idle.clear()
+            asyncio.get_running_loop().create_task(self._finish(ctx, result))
+        elif result is not None:
+            self._send(result, correlation_id)
+
+    async def _finish(self, ctx: RequestContext, pending: Any) -> None:
+        try:
+            response = await pending
+        except Exception:
+            log.exception("closing %s: handler for API key %d failed", self.describe(), ctx.api_key)
+            self.close()
+            return
+        finally:
+            self._busy = False
+        if response is not None:
+            self._send(response, ctx.correlation_id)
+        self._process()
+
+    def _send(self, response: Any, correlation_id: int) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.write(encode_response(response, correlation_id))
+
+    def close(self) -> None:
+        self.closed = True
+        self._pending.clear()
+        if self.transport is not None:
+            self.transport.close()
+
+    def describe(self) -> str:
+        return f"connection {self.connection_id} from {self.peer[0]}:{self.peer[1]} (client_id={self.client_id!r})"

@@ -1,0 +1,78 @@
+"""One module per API, each exposing `API_KEY`, optionally `VERSIONS`, and `handle`.
+
+`handle(ctx, request)` returns the response, None (no response, e.g. acks=0), or a
+coroutine resolving to either. The table below is what ApiVersions advertises: exactly
+the APIs implemented, with the versions each module supports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from broker.handlers import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_groups,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    describe_groups,
+    fetch,
+    find_coordinator,
+    heartbeat,
+    init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
+    list_offsets,
+    metadata,
+    offset_commit,
+    offset_fetch,
+    produce,
+    sync_group,
+)
+from messages.registry import schema_versions
+
+
+@dataclass(frozen=True, slots=True)
+class HandlerSpec:
+    handler: Callable[[Any, Any], Any]
+    min_version: int
+    max_version: int
+
+
+def _spec(module: ModuleType) -> HandlerSpec:
+    low, high = getattr(module, "VERSIONS", schema_versions(module.API_KEY))
+    return HandlerSpec(module.handle, low, high)
+
+
+HANDLERS: dict[int, HandlerSpec] = {
+    module.API_KEY: _spec(module)
+    for module in (
+        produce,
+        fetch,
+        list_offsets,
+        metadata,
+        offset_commit,
+        offset_fetch,
+        find_coordinator,
+        join_group,
+        heartbeat,
+        leave_group,
+        sync_group,
+        describe_groups,
+        list_groups,
+        api_versions,
+        create_topics,
+        delete_topics,
+        init_producer_id,
+        describe_configs,
+        create_partitions,
+        delete_groups,
+        describe_cluster,
+    )
+}

@@ -1,0 +1,91 @@
+"""CreateTopics (19): validated like Kafka's controller, including validate_only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kafka.protocol.admin import CreateTopicsResponse
+
+from broker.cluster import ClusterError
+from broker.context import RequestContext
+from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS
+
+API_KEY = 19
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+INVALID_REPLICA_ASSIGNMENT = 39
+Result = CreateTopicsResponse.CreatableTopicResult
+ConfigResult = Result.CreatableTopicConfigs
+
+
+def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
+    configs = {c.name: c.value for c in wanted.configs}
+    unknown = [name for name in configs if name not in TOPIC_CONFIGS]
+    if unknown:
+        raise ClusterError(INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+    partitions, replication = wanted.num_partitions, wanted.replication_factor
+    if wanted.assignments:
+        if partitions != -1 or replication != -1:
+            raise ClusterError(
+                INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set."
+            )
+        partitions = len(wanted.assignments)
+        replication = len(wanted.assignments[0].broker_ids)
+        for assignment in wanted.assignments:
+            missing = [b for b in assignment.broker_ids if b not in ctx.cluster.brokers]
+            if missing or len(assignment.broker_ids) != replication:
+                raise ClusterError(INVALID_REPLICA_ASSIGNMENT, f"Invalid replica assignment {assignment.broker_ids}")
+    topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only)
+    if topic is not None and wanted.assignments:
+        for partition, assignment in zip(topic.partitions, wanted.assignments, strict=True):
+            partition.replicas = list(assignment.broker_ids)
+            partition.leader = partition.replicas[0]
+    return topic
+
+
+def _config_results(configs: dict[str, str]) -> list[Any]:
+    return [
+        ConfigResult(
+            name=c.name,
+            value=configs.get(c.name, c.default),
+            read_only=False,
+            config_source=SOURCE_TOPIC if c.name in configs else SOURCE_DEFAULT,
+            is_sensitive=False,
+        )
+        for c in TOPIC_CONFIGS.values()
+    ]
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for wanted in request.topics:
+        fields: dict[str, Any] = {"name": wanted.name, "error_code": 0, "error_message": None}
+        if counts[wanted.name] > 1:
+            fields.update(error_code=INVALID_REQUEST, error_message=f"Duplicate topic name: {wanted.name}")
+        else:
+            try:
+                topic = _create(ctx, wanted, bool(request.validate_only))
+            except ClusterError as exc:
+                fields.update(error_code=exc.code, error_message=exc.message)
+            else:
+                configs = {c.name: c.value for c in wanted.configs}
+                if topic is not None:
+                    fields.update(
+                        topic_id=topic.topic_id,
+                        num_partitions=len(topic.partitions),
+                        replication_factor=len(topic.partitions[0].replicas),
+                    )
+                else:
+                    fields.update(
+                        num_partitions=wanted.num_partitions if wanted.num_partitions != -1 else ctx.config.get_int("num.partitions"),
+                        replication_factor=wanted.replication_factor
+                        if wanted.replication_factor != -1
+                        else ctx.config.get_int("default.replication.factor"),
+                    )
+                fields["configs"] = _config_results(configs)
+        if fields["error_code"]:
+            fields.update(num_partitions=-1, replication_factor=-1, configs=None)
+        results.append(Result(**fields))
+    return ctx.response(throttle_time_ms=0, topics=results)

@@ -1,0 +1,44 @@
+"""DeleteTopics (20): by name, or by topic id from v6."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import DeleteTopicsResponse
+
+from broker.context import RequestContext
+
+API_KEY = 20
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
+Result = DeleteTopicsResponse.DeletableTopicResult
+
+
+def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
+    cluster = ctx.cluster
+    if name is not None and topic_id is not None:
+        return Result(name=name, topic_id=topic_id, error_code=INVALID_REQUEST, error_message="Both name and id set")
+    if name is None:
+        topic = cluster.topics_by_id.get(topic_id) if topic_id is not None else None
+        if topic is None:
+            return Result(name=None, topic_id=topic_id, error_code=UNKNOWN_TOPIC_ID, error_message="Unknown topic id")
+        name = topic.name
+    topic = cluster.topics.get(name)
+    if topic is None:
+        return Result(
+            name=name,
+            topic_id=None,
+            error_code=UNKNOWN_TOPIC_OR_PARTITION,
+            error_message="This server does not host this topic-partition.",
+        )
+    cluster.delete_topic(name)
+    return Result(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 6:
+        results = [_delete(ctx, t.name, t.topic_id) for t in request.topics]
+    else:
+        results = [_delete(ctx, name, None) for name in request.topic_names]
+    return ctx.response(throttle_time_ms=0, responses=results)

@@ -1,0 +1,45 @@
+"""DescribeCluster (60): brokers on the client's listener, cluster id, controller."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeClusterResponse
+
+from broker.context import RequestContext
+
+API_KEY = 60
+UNSUPPORTED_ENDPOINT_TYPE = 119
+BROKER_ENDPOINTS = 1
+Broker = DescribeClusterResponse.DescribeClusterBroker
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 1 and request.endpoint_type != BROKER_ENDPOINTS:
+        return ctx.response(
+            throttle_time_ms=0,
+            error_code=UNSUPPORTED_ENDPOINT_TYPE,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
+            endpoint_type=request.endpoint_type,
+            cluster_id=ctx.cluster.cluster_id,
+            controller_id=-1,
+            brokers=[],
+        )
+    cluster = ctx.cluster
+    include_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
+    brokers = []
+    for node_id, node in sorted(cluster.brokers.items()):
+        if not node.up and not include_fenced:
+            continue
+        host, port = node.endpoint(ctx.connection.listener)
+        brokers.append(Broker(broker_id=node_id, host=host, port=port, rack=node.rack, is_fenced=not node.up))
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        endpoint_type=BROKER_ENDPOINTS,
+        cluster_id=cluster.cluster_id,
+        controller_id=cluster.controller_id,
+        brokers=brokers,
+        authorized_operations=None,
+    )

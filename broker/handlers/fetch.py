@@ -1,0 +1,113 @@
+"""Fetch (1): whole batches from the leader's log, long-polling until min_bytes or max_wait.
+
+Fetch sessions (KIP-227) are declined the way a broker with a full session cache
+declines them: session id 0 in every response, so clients keep sending full fetches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafka.protocol.consumer import FetchResponse
+
+from broker.cluster import Partition
+from broker.context import RequestContext
+from broker.handlers.common import NONE, find_topic, led_partition
+
+API_KEY = 1
+OFFSET_OUT_OF_RANGE = 1
+FETCH_SESSION_ID_NOT_FOUND = 70
+TopicResult = FetchResponse.FetchableTopicResponse
+PartitionResult = TopicResult.PartitionData
+
+
+def _collect(ctx: RequestContext, request: Any) -> tuple[list[Any], bool, list[Partition]]:
+    """Builds the topic results; returns them, whether they are ready to send (min_bytes
+    reached or an error to report, as Kafka answers errors at once) and the partitions read."""
+    uses_ids = ctx.api_version >= 13
+    remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    total = 0
+    has_error = False
+    read: list[Partition] = []
+    results = []
+    for fetch_topic in request.topics:
+        topic, topic_error = find_topic(
+            ctx, None if uses_ids else fetch_topic.topic, fetch_topic.topic_id if uses_ids else None
+        )
+        partitions = []
+        for wanted in fetch_topic.partitions:
+            partition, error = (None, topic_error)
+            if topic is not None:
+                partition, error = led_partition(ctx, topic, wanted.partition, wanted.current_leader_epoch)
+            records = b""
+            high_watermark = log_start = -1
+            if partition is not None:
+                log = partition.log
+                read.append(partition)
+                high_watermark, log_start = log.high_watermark, log.log_start_offset
+                if not log_start <= wanted.fetch_offset <= high_watermark:
+                    error = OFFSET_OUT_OF_RANGE
+                elif wanted.fetch_offset < high_watermark and remaining > 0:
+                    limit = min(wanted.partition_max_bytes, remaining)
+                    records = log.read(wanted.fetch_offset, limit, partition.leader_epoch, min_one=total == 0)
+                    remaining -= len(records)
+                    total += len(records)
+            has_error = has_error or error != NONE
+            partitions.append(
+                PartitionResult(
+                    partition_index=wanted.partition,
+                    error_code=error,
+                    high_watermark=high_watermark,
+                    last_stable_offset=high_watermark,
+                    log_start_offset=log_start,
+                    aborted_transactions=None,
+                    preferred_read_replica=-1,
+                    records=records,
+                )
+            )
+        results.append(TopicResult(topic=fetch_topic.topic, topic_id=fetch_topic.topic_id, partitions=partitions))
+    return results, has_error or total >= request.min_bytes, read
+
+
+def _respond(ctx: RequestContext, results: list[Any], error: int = NONE) -> Any:
+    return ctx.response(throttle_time_ms=0, error_code=error, session_id=0, responses=results)
+
+
+async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partition]) -> Any:
+    woken = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    for partition in partitions:
+        partition.log.append_listeners.append(wake)
+    try:
+        deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
+        while True:
+            timeout = deadline - asyncio.get_running_loop().time()
+            if timeout <= 0:
+                break
+            try:
+                await asyncio.wait_for(asyncio.shield(woken), timeout)
+            except TimeoutError:
+                break
+            results, ready, _ = _collect(ctx, request)
+            if ready:
+                return _respond(ctx, results)
+            woken = asyncio.get_running_loop().create_future()
+    finally:
+        for partition in partitions:
+            partition.log.append_listeners.remove(wake)
+    results, _, _ = _collect(ctx, request)
+    return _respond(ctx, results)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.api_version >= 7 and request.session_id != 0:
+        return _respond(ctx, [], FETCH_SESSION_ID_NOT_FOUND)
+    results, ready, partitions = _collect(ctx, request)
+    if ready or request.max_wait_ms <= 0 or not partitions:
+        return _respond(ctx, results)
+    return _long_poll(ctx, request, partitions)

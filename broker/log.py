@@ -1,0 +1,162 @@
+"""One partition's log: opaque record batches indexed by offset, bounded by retention.
+
+Pure data structure (no asyncio); the fetch path is woken through `append_listeners`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from broker.records import BatchInfo, batch_prefix
+
+# Kafka keeps the metadata of the last five batches per producer to detect retries.
+PRODUCER_BATCH_CACHE = 5
+
+
+class SequenceError(Exception):
+    """An idempotent batch out of order; `code` is the Kafka error code to return."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(slots=True)
+class _StoredBatch:
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    data: memoryview
+
+
+@dataclass(slots=True)
+class _ProducerState:
+    epoch: int
+    # (first sequence, last sequence, base offset) of the most recent batches
+    recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
+
+
+class PartitionLog:
+    """Batches with assigned offsets. The high watermark equals the log end offset:
+    every replica is this process, so an append is committed when it returns."""
+
+    def __init__(self, retention_bytes: int = -1) -> None:
+        self.retention_bytes = retention_bytes
+        self._batches: list[_StoredBatch] = []
+        self._base_offsets: list[int] = []
+        self._first = 0  # index of the first retained batch (trimmed lazily)
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.size_bytes = 0
+        self._producers: dict[int, _ProducerState] = {}
+        self.append_listeners: list[Callable[[], None]] = []
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log_end_offset
+
+    def append(self, batches: list[BatchInfo]) -> int:
+        """Appends batches and returns the base offset of the first one.
+
+        Idempotent batches are checked first: a retry of one of the producer's last five
+        batches returns its original offset without appending (as Kafka does).
+        """
+        duplicate = self._check_sequences(batches)
+        if duplicate is not None:
+            return duplicate
+        first_offset = self.log_end_offset
+        for batch in batches:
+            base = self.log_end_offset
+            last = base + batch.last_offset_delta
+            self._batches.append(_StoredBatch(base, last, batch.max_timestamp, batch.data))
+            self._base_offsets.append(base)
+            self.size_bytes += batch.size
+            self.log_end_offset = last + 1
+            if batch.producer_id >= 0:
+                state = self._producers.setdefault(batch.producer_id, _ProducerState(batch.producer_epoch))
+                state.epoch = batch.producer_epoch
+                state.recent.append(
+                    (batch.base_sequence, batch.base_sequence + batch.last_offset_delta, base)
+                )
+        self._enforce_retention()
+        for listener in self.append_listeners:
+            listener()
+        return first_offset
+
+    def _check_sequences(self, batches: list[BatchInfo]) -> int | None:
+        batch = batches[0]
+        if batch.producer_id < 0 or batch.base_sequence < 0:
+            return None
+        state = self._producers.get(batch.producer_id)
+        if state is None:
+            if batch.base_sequence != 0:
+                raise SequenceError(45, f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}")
+            return None
+        if batch.producer_epoch < state.epoch:
+            raise SequenceError(47, f"producer epoch {batch.producer_epoch} is older than {state.epoch}")
+        if batch.producer_epoch > state.epoch:
+            if batch.base_sequence != 0:
+                raise SequenceError(45, "a new producer epoch must start at sequence 0")
+            return None
+        last_sequence = batch.base_sequence + batch.last_offset_delta
+        for first_seq, last_seq, base_offset in state.recent:
+            if first_seq == batch.base_sequence and last_seq == last_sequence:
+                return base_offset
+        expected = (state.recent[-1][1] + 1) & 0x7FFFFFFF if state.recent else 0
+        if batch.base_sequence != expected:
+            if state.recent and batch.base_sequence < state.recent[0][0]:
+                raise SequenceError(46, f"sequence {batch.base_sequence} is an old duplicate")
+            raise SequenceError(45, f"expected sequence {expected}, got {batch.base_sequence}")
+        return None
+
+    def _enforce_retention(self) -> None:
+        if self.retention_bytes < 0:
+            return
+        while self.size_bytes > self.retention_bytes and len(self._batches) - self._first > 1:
+            dropped = self._batches[self._first]
+            self._first += 1
+            self.size_bytes -= len(dropped.data)
+            self.log_start_offset = dropped.last_offset + 1
+        if self._first > 1024 and self._first * 2 > len(self._batches):
+            del self._batches[: self._first]
+            del self._base_offsets[: self._first]
+            self._first = 0
+
+    def read(self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True) -> bytes:
+        """Whole batches from the one containing `offset`, up to max_bytes (at least one
+        batch when `min_one`, as KIP-74 requires). Offsets must be in range."""
+        index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
+        index = max(index, self._first)
+        pieces: list[bytes | memoryview] = []
+        taken = 0
+        while index < len(self._batches):
+            stored = self._batches[index]
+            size = len(stored.data)
+            if taken + size > max_bytes and (taken > 0 or not min_one):
+                break
+            pieces.append(batch_prefix(stored.base_offset, stored.data, leader_epoch))
+            pieces.append(stored.data[16:])
+            taken += size
+            index += 1
+        return b"".join(pieces)
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch whose max timestamp is >= `timestamp`.
+
+        Batch granularity: records inside a batch are never decoded on this path."""
+        for index in range(self._first, len(self._batches)):
+            stored = self._batches[index]
+            if stored.max_timestamp >= timestamp:
+                return stored.base_offset, stored.max_timestamp
+        return None
+
+    def max_timestamp_offset(self) -> tuple[int, int] | None:
+        best: _StoredBatch | None = None
+        for index in range(self._first, len(self._batches)):
+            stored = self._batches[index]
+            if best is None or stored.max_timestamp > best.max_timestamp:
+                best = stored
+        return None if best is None else (best.last_offset, best.max_timestamp)

@@ -1,0 +1,132 @@
+"""`MockCluster`: N brokers in one process sharing one cluster state.
+
+Usable as an async context manager on the caller's loop, or as a plain context manager
+that runs its own event loop (uvloop when installed) in a background thread, for
+synchronous tests and scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from broker.cluster import ClusterState, Topic
+from broker.config import BrokerConfig, Endpoint, parse_endpoints, SUPPORTED_SECURITY_PROTOCOLS
+from broker.groups import GroupCoordinator
+from broker.server import BrokerServer
+
+T = TypeVar("T")
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where available, else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def _shift(endpoints: list[Endpoint], offset: int) -> list[Endpoint]:
+    """Broker i listens on every configured port + i (port 0 stays 0: a free port each)."""
+    return [Endpoint(e.listener, e.host, e.port + offset if e.port else 0) for e in endpoints]
+
+
+class MockCluster:
+    def __init__(
+        self,
+        brokers: int = 1,
+        config: dict[str, Any] | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        if brokers < 1:
+            raise ValueError("a cluster needs at least one broker")
+        self.config = BrokerConfig({k: str(v) for k, v in (config or {}).items()})
+        listeners = parse_endpoints(self.config.get_str("listeners")) or [Endpoint("PLAINTEXT", host, port)]
+        for endpoint in listeners:
+            protocol = self.config.security_protocol(endpoint.listener)
+            if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+                raise ValueError(f"listener {endpoint}: security protocol {protocol} is not supported yet")
+        advertised = parse_endpoints(self.config.get_str("advertised.listeners"))
+        self.state = ClusterState(self.config)
+        self.groups = GroupCoordinator(self.state)
+        first_id = self.config.get_int("node.id")
+        self.brokers = [
+            BrokerServer(first_id + i, self.state, self.groups, _shift(listeners, i), _shift(advertised, i))
+            for i in range(brokers)
+        ]
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle -----------------------------------------------------------
+    async def start(self) -> MockCluster:
+        self._loop = asyncio.get_running_loop()
+        for broker in self.brokers:
+            await broker.start()
+        return self
+
+    async def stop(self) -> None:
+        for broker in self.brokers:
+            await broker.stop()
+        self.groups.close()
+
+    async def __aenter__(self) -> MockCluster:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    def __enter__(self) -> MockCluster:
+        loop = new_event_loop()
+        ready: concurrent.futures.Future[None] = concurrent.futures.Future()
+
+        def run() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_until_complete(self.start())
+            except BaseException as exc:  # report start failures to the caller
+                ready.set_exception(exc)
+                return
+            ready.set_result(None)
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="mock-kafka-cluster", daemon=True)
+        self._thread.start()
+        ready.result(timeout=30)
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        assert self._loop is not None and self._thread is not None
+        self.call(self.stop())
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+
+    def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Runs `coro` on the cluster's loop; from another thread it blocks for the result."""
+        assert self._loop is not None, "cluster not started"
+        if self._thread is None:
+            raise RuntimeError("call() is for the thread-backed cluster; await the coroutine instead")
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=60)
+
+    # -- what harnesses use --------------------------------------------------
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(
+            f"{e.host}:{e.port}"
+            for b in self.brokers
+            if b.running
+            for e in [b.advertised_endpoint(b.listeners[0].listener)]
+        )
+
+    def create_topic(
+        self, name: str, partitions: int = 1, replication_factor: int = 1, config: dict[str, str] | None = None
+    ) -> Topic:
+        """Creates a topic directly in the cluster state (no request, no quotas)."""
+        topic = self.state.create_topic(name, partitions, replication_factor, config)
+        assert topic is not None
+        return topic

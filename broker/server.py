@@ -1,0 +1,87 @@
+"""One broker: its listeners and connections, over the cluster state it shares."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from broker.cluster import BrokerNode, ClusterState
+from broker.config import Endpoint
+from broker.connection import Connection
+
+if TYPE_CHECKING:
+    from broker.groups import GroupCoordinator
+
+log = logging.getLogger("broker.server")
+
+
+class BrokerServer:
+    def __init__(
+        self,
+        node_id: int,
+        cluster: ClusterState,
+        groups: GroupCoordinator,
+        listeners: list[Endpoint],
+        advertised: list[Endpoint] | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.cluster = cluster
+        self.groups = groups
+        self.listeners = listeners
+        self._advertised = advertised or []
+        self.bound: dict[str, Endpoint] = {}
+        self.connections: set[Connection] = set()
+        self._servers: list[asyncio.Server] = []
+
+    @property
+    def running(self) -> bool:
+        return bool(self._servers)
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for endpoint in self.listeners:
+            server = await loop.create_server(
+                lambda listener=endpoint.listener: Connection(self, listener),  # type: ignore[misc]
+                endpoint.host or None,
+                endpoint.port,
+                reuse_address=True,
+            )
+            port = server.sockets[0].getsockname()[1]
+            self.bound[endpoint.listener] = Endpoint(endpoint.listener, endpoint.host, port)
+            self._servers.append(server)
+        endpoints = {}
+        for endpoint in self.listeners:
+            advertised = self.advertised_endpoint(endpoint.listener)
+            endpoints[endpoint.listener] = (advertised.host, advertised.port)
+        node = self.cluster.brokers.get(self.node_id)
+        if node is None:
+            self.cluster.brokers[self.node_id] = BrokerNode(self.node_id, endpoints)
+        else:
+            node.endpoints, node.up = endpoints, True
+        self.cluster.metadata_changed()
+
+    def advertised_endpoint(self, listener: str) -> Endpoint:
+        """Where clients that came in on `listener` reach this broker."""
+        for endpoint in self._advertised:
+            if endpoint.listener == listener:
+                return endpoint
+        bound = self.bound[listener]
+        host = bound.host if bound.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        return Endpoint(listener, host, bound.port)
+
+    async def stop(self, grace: float = 5.0) -> None:
+        """Stops accepting, lets in-flight requests finish (up to `grace` s), closes."""
+        for server in self._servers:
+            server.close()
+        self._servers.clear()
+        node = self.cluster.brokers.get(self.node_id)
+        if node is not None:
+            node.up = False
+            self.cluster.metadata_changed()
+        busy = [conn.idle.wait() for conn in self.connections if not conn.idle.is_set()]
+        if busy:
+            await asyncio.wait([asyncio.ensure_future(b) for b in busy], timeout=grace)
+        for conn in list(self.connections):
+            conn.close()
+        self.connections.clear()

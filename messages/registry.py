@@ -1,0 +1,48 @@
+"""Maps API keys to kafka-python 3's message classes.
+
+kafka-python generates these classes from Apache Kafka's own JSON schemas, so this
+module is the only place that knows where they live; nothing here hand-writes a struct.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import kafka.protocol.admin  # noqa: F401  (imported for the classes it registers)
+import kafka.protocol.consumer  # noqa: F401
+import kafka.protocol.metadata  # noqa: F401
+import kafka.protocol.producer  # noqa: F401
+import kafka.protocol.sasl  # noqa: F401
+from kafka.protocol.api_message import ApiMessage
+
+
+def _all_message_classes() -> list[Any]:
+    found: list[Any] = []
+    pending = list(ApiMessage.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if getattr(cls, "_class_version", None) is None and getattr(cls, "_json", None) is not None:
+            found.append(cls)
+    return found
+
+
+_REQUESTS: dict[int, Any] = {}
+_RESPONSES: dict[int, Any] = {}
+for _cls in _all_message_classes():
+    (_REQUESTS if _cls.is_request() else _RESPONSES)[_cls.API_KEY] = _cls
+
+
+def request_class(api_key: int) -> Any:
+    """The request class for `api_key`; KeyError when kafka-python has no schema for it."""
+    return _REQUESTS[api_key]
+
+
+def response_class(api_key: int) -> Any:
+    return _RESPONSES[api_key]
+
+
+def schema_versions(api_key: int) -> tuple[int, int]:
+    """(min, max) versions of the upstream schema (Apache Kafka 4.x's supported range)."""
+    low, high = request_class(api_key)._valid_versions
+    return int(low), int(high)

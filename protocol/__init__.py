@@ -1,0 +1,1 @@
+"""Wire plumbing: frames, request/response headers, error codes."""
