@@ -56,6 +56,7 @@ class Connection(asyncio.Protocol):
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
         self._busy = False
+        self._task: asyncio.Task[None] | None = None
         self._write_paused = False
         self._reading_paused = False
         self.closed = False
@@ -71,8 +72,7 @@ class Connection(asyncio.Protocol):
         self.broker.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        self._pending.clear()
+        self.close()
         self.broker.connections.discard(self)
         self.idle.set()
 
@@ -164,7 +164,7 @@ class Connection(asyncio.Protocol):
         if inspect.iscoroutine(result):
             self._busy = True
             self.idle.clear()
-            asyncio.get_running_loop().create_task(self._finish(ctx, result))
+            self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
         elif result is not None:
             self._send(result, correlation_id)
 
@@ -177,6 +177,7 @@ class Connection(asyncio.Protocol):
             return
         finally:
             self._busy = False
+            self._task = None
         if response is not None:
             self._send(response, ctx.correlation_id)
         self._process()
@@ -188,6 +189,8 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         self.closed = True
         self._pending.clear()
+        if self._task is not None:
+            self._task.cancel()
         if self.transport is not None:
             self.transport.close()
 

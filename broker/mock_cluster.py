@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from broker.cluster import ClusterState, Topic
-from broker.config import BrokerConfig, Endpoint, parse_endpoints, SUPPORTED_SECURITY_PROTOCOLS
+from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
 from broker.groups import GroupCoordinator
 from broker.server import BrokerServer
 
@@ -127,6 +127,26 @@ class MockCluster:
         self, name: str, partitions: int = 1, replication_factor: int = 1, config: dict[str, str] | None = None
     ) -> Topic:
         """Creates a topic directly in the cluster state (no request, no quotas)."""
-        topic = self.state.create_topic(name, partitions, replication_factor, config)
-        assert topic is not None
-        return topic
+
+        def create() -> Topic:
+            topic = self.state.create_topic(name, partitions, replication_factor, config)
+            assert topic is not None
+            return topic
+
+        return self.on_loop(create)
+
+    def on_loop(self, fn: Callable[[], T]) -> T:
+        """Calls `fn` on the cluster's loop thread (state is only touched there) and returns its result."""
+        if self._thread is None or threading.current_thread() is self._thread:
+            return fn()
+        assert self._loop is not None
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                done.set_result(fn())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(run)
+        return done.result(timeout=60)

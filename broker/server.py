@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.cluster import BrokerNode, ClusterState
@@ -32,6 +33,8 @@ class BrokerServer:
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
         self.connections: set[Connection] = set()
+        # Callbacks that end long-poll waits early (fetch), called when the broker stops.
+        self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
 
     @property
@@ -42,7 +45,7 @@ class BrokerServer:
         loop = asyncio.get_running_loop()
         for endpoint in self.listeners:
             server = await loop.create_server(
-                lambda listener=endpoint.listener: Connection(self, listener),  # type: ignore[misc]
+                lambda listener=endpoint.listener: Connection(self, listener),
                 endpoint.host or None,
                 endpoint.port,
                 reuse_address=True,
@@ -79,9 +82,12 @@ class BrokerServer:
         if node is not None:
             node.up = False
             self.cluster.metadata_changed()
+        for wake in list(self.stop_listeners):
+            wake()
         busy = [conn.idle.wait() for conn in self.connections if not conn.idle.is_set()]
         if busy:
             await asyncio.wait([asyncio.ensure_future(b) for b in busy], timeout=grace)
         for conn in list(self.connections):
             conn.close()
         self.connections.clear()
+        await asyncio.sleep(0)  # let cancelled request tasks unwind

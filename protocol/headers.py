@@ -59,4 +59,4 @@ def decode_body(api_key: int, api_version: int, body: memoryview) -> Any:
 def encode_response(response: Any, correlation_id: int) -> bytes | bytearray:
     """Size-prefixed response with the header version its API and version call for."""
     response.with_header(correlation_id=correlation_id)
-    return response.encode(header=True, framed=True)  # type: ignore[no-any-return]
+    return response.encode(header=True, framed=True)

@@ -83,6 +83,7 @@ async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partiti
 
     for partition in partitions:
         partition.log.append_listeners.append(wake)
+    ctx.broker.stop_listeners.add(wake)
     try:
         deadline = asyncio.get_running_loop().time() + request.max_wait_ms / 1000
         while True:
@@ -94,12 +95,13 @@ async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partiti
             except TimeoutError:
                 break
             results, ready, _ = _collect(ctx, request)
-            if ready:
+            if ready or not ctx.broker.running:
                 return _respond(ctx, results)
             woken = asyncio.get_running_loop().create_future()
     finally:
         for partition in partitions:
             partition.log.append_listeners.remove(wake)
+        ctx.broker.stop_listeners.discard(wake)
     results, _, _ = _collect(ctx, request)
     return _respond(ctx, results)
 

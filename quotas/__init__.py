@@ -1,0 +1,1 @@
+"""Pure client-quota logic (no sockets, no asyncio): entities, store, resolution, sensors."""

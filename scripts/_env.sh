@@ -1,0 +1,18 @@
+# Shared by scripts/run and scripts/test: a project virtualenv with what setup.cfg pins.
+# Sourced, not executed. Installs only when setup.cfg changed since the last install.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${KAFKA_MOCK_VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+ensure_env() {
+  local extras="$1" stamp
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PYTHON" -m venv "$VENV"
+  fi
+  stamp="$VENV/.installed-$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha1sum | cut -c1-12)-${extras:-base}"
+  if [ ! -f "$stamp" ]; then
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT${extras:+[$extras]}"
+    touch "$stamp"
+  fi
+}

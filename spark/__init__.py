@@ -1,0 +1,1 @@
+"""PySpark jobs over the request metrics the broker mirrors to Parquet."""

@@ -1,0 +1,24 @@
+"""The produce/consume workload every client test runs, and its checks."""
+
+from __future__ import annotations
+
+MESSAGES = 10_000
+KEYS = 97
+
+
+def message(i: int) -> tuple[bytes, bytes]:
+    return b"key-%d" % (i % KEYS), b"value-%d" % i
+
+
+def check_consumed(consumed: dict[int, list[tuple[bytes, bytes]]], count: int = MESSAGES, first: int = 0) -> None:
+    """Every produced message exactly once; within a partition, in produce order; one key
+    always lands in one partition."""
+    seen = sorted(int(value.split(b"-")[1]) for records in consumed.values() for _, value in records)
+    assert seen == list(range(first, first + count))
+    key_partition: dict[bytes, int] = {}
+    for partition, records in consumed.items():
+        numbers = [int(value.split(b"-")[1]) for _, value in records]
+        assert numbers == sorted(numbers), f"partition {partition} out of order"
+        for key, value in records:
+            assert (key, value) == message(int(value.split(b"-")[1]))
+            assert key_partition.setdefault(key, partition) == partition
