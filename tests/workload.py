@@ -22,3 +22,14 @@ def check_consumed(consumed: dict[int, list[tuple[bytes, bytes]]], count: int = 
         for key, value in records:
             assert (key, value) == message(int(value.split(b"-")[1]))
             assert key_partition.setdefault(key, partition) == partition
+
+
+def stored_codecs(cluster: object, topic: str) -> set[int]:
+    """Compression codecs (batch attribute bits 0-2) of every batch the broker stored."""
+    from broker.records import split_batches
+
+    codecs = set()
+    for partition in cluster.state.topics[topic].partitions:  # type: ignore[attr-defined]
+        if partition.log.log_end_offset:
+            codecs |= {b.attributes & 0x07 for b in split_batches(partition.log.read(0, 1 << 30, 0))}
+    return codecs
