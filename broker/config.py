@@ -29,6 +29,8 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.initial.rebalance.delay.ms": ("3000", "int", "wait for more members before the first rebalance"),
     "group.min.session.timeout.ms": ("6000", "int", "smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": ("1800000", "int", "largest session timeout a member may ask for"),
+    "group.max.size": ("2147483647", "int", "largest number of members in one group"),
+    "offset.metadata.max.bytes": ("4096", "int", "largest metadata string of a committed offset"),
     "offsets.topic.num.partitions": ("50", "int", "partitions of __consumer_offsets (coordinator choice)"),
     "quota.window.num": ("11", "int", "samples kept by quota sensors"),
     "quota.window.size.seconds": ("1", "int", "length of one quota sample"),

@@ -142,7 +142,7 @@ class Connection(asyncio.Protocol):
                 if api_key == API_VERSIONS:
                     # KIP-511: an unknown ApiVersions version is answered in v0 so the
                     # client can learn the supported range and retry.
-                    self._send(api_versions.unsupported_version_response(), correlation_id)
+                    self._send(api_versions.unsupported_version_response(), api_key, 0, correlation_id)
                     return
                 raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
             header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
@@ -166,7 +166,7 @@ class Connection(asyncio.Protocol):
             self.idle.clear()
             self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
         elif result is not None:
-            self._send(result, correlation_id)
+            self._send(result, api_key, api_version, correlation_id)
 
     async def _finish(self, ctx: RequestContext, pending: Any) -> None:
         try:
@@ -179,12 +179,12 @@ class Connection(asyncio.Protocol):
             self._busy = False
             self._task = None
         if response is not None:
-            self._send(response, ctx.correlation_id)
+            self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id)
         self._process()
 
-    def _send(self, response: Any, correlation_id: int) -> None:
+    def _send(self, response: Any, api_key: int, api_version: int, correlation_id: int) -> None:
         if self.transport is not None and not self.closed:
-            self.transport.write(encode_response(response, correlation_id))
+            self.transport.writelines(encode_response(response, api_key, api_version, correlation_id))
 
     def close(self) -> None:
         self.closed = True

@@ -70,9 +70,10 @@ class MockCluster:
         return self
 
     async def stop(self) -> None:
+        # Parked joins and syncs are answered first, so no broker waits out its grace period.
+        self.groups.close()
         for broker in self.brokers:
             await broker.stop()
-        self.groups.close()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()

@@ -1,0 +1,1165 @@
+"""The classic consumer-group coordinator: membership, rebalances and committed offsets.
+
+One `GroupCoordinator` serves the whole mock cluster; every broker's handlers call into
+it after checking that they are the group's coordinator (`coordinator_for`). The state
+machine follows Apache Kafka's `GroupMetadataManager`/`ClassicGroup` (group-coordinator
+module, Kafka 4.x) closely, because clients depend on its exact error codes and on the
+timing of generations: a JoinGroup is parked until the join phase completes (all known
+members rejoined, or the rebalance timeout), the leader's SyncGroup releases everyone's
+assignment, and session timeouts expire silent members.
+
+Methods take plain values rather than wire structs so that tests can drive the state
+machine directly; handlers translate requests and responses. Waiting operations
+(`join_group`, `sync_group`) are coroutines resolved by asyncio futures; timers are
+`loop.call_later` handles keyed like Kafka's timer keys, so rescheduling replaces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from broker.cluster import ClusterState
+
+log = logging.getLogger("broker.groups")
+
+# -- error codes (Apache Kafka's `Errors`) -------------------------------------
+NONE = 0
+UNKNOWN_TOPIC_OR_PARTITION = 3
+OFFSET_METADATA_TOO_LARGE = 12
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+INVALID_REQUEST = 42
+NON_EMPTY_GROUP = 68
+GROUP_ID_NOT_FOUND = 69
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+GROUP_MAX_SIZE_REACHED = 81
+UNKNOWN_TOPIC_ID = 100
+
+# -- classic group states (their toString() in Kafka, as DescribeGroups/ListGroups show them)
+EMPTY = "Empty"
+PREPARING_REBALANCE = "PreparingRebalance"
+COMPLETING_REBALANCE = "CompletingRebalance"
+STABLE = "Stable"
+DEAD = "Dead"
+
+_VALID_PREVIOUS: dict[str, frozenset[str]] = {
+    EMPTY: frozenset({PREPARING_REBALANCE}),
+    PREPARING_REBALANCE: frozenset({STABLE, COMPLETING_REBALANCE, EMPTY}),
+    COMPLETING_REBALANCE: frozenset({PREPARING_REBALANCE}),
+    STABLE: frozenset({COMPLETING_REBALANCE}),
+    DEAD: frozenset({STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD}),
+}
+
+GROUP_TYPE = "classic"
+# Kafka's group.classic.new.member.join.timeout: a new member parked in JoinGroup is
+# dropped after this long, since a disconnected client cannot be detected while parked.
+NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
+
+Protocols = list[tuple[str, bytes]]
+R = TypeVar("R")
+
+
+def java_string_hash(value: str) -> int:
+    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, as a signed int32."""
+    h = 0
+    data = value.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_abs(value: int) -> int:
+    """Kafka's Utils.abs: Math.abs except that Integer.MIN_VALUE maps to 0."""
+    return 0 if value == -(2**31) else abs(value)
+
+
+# -- results handed back to handlers ---------------------------------------------
+@dataclass(slots=True)
+class JoinMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: int
+    member_id: str = ""
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[JoinMember] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: int
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp_ms: int
+    topic_id: uuid.UUID | None = None
+
+
+@dataclass(slots=True)
+class OffsetCommit:
+    """One partition of an OffsetCommit request."""
+
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = None
+
+
+@dataclass(slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: list[MemberDescription]
+
+
+@dataclass(slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    state: str
+    group_type: str = GROUP_TYPE
+
+
+# -- group model -------------------------------------------------------------------
+@dataclass(slots=True, eq=False)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    assignment: bytes = b""
+    join_future: asyncio.Future[JoinResult] | None = None
+    sync_future: asyncio.Future[SyncResult] | None = None
+    is_new: bool = False
+
+    @property
+    def awaiting_join(self) -> bool:
+        return self.join_future is not None
+
+    @property
+    def awaiting_sync(self) -> bool:
+        return self.sync_future is not None
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        return b""
+
+    def vote(self, candidates: set[str]) -> str | None:
+        """The member's most preferred protocol among those every member supports."""
+        return next((name for name, _ in self.protocols if name in candidates), None)
+
+    def has_satisfied_heartbeat(self) -> bool:
+        # New members may be expired while parked in JoinGroup; members waiting on a
+        # join or sync response cannot heartbeat, so they count as alive.
+        if self.is_new:
+            return False
+        return self.awaiting_join or self.awaiting_sync
+
+
+def _complete(future: asyncio.Future[R] | None, result: R) -> None:
+    """Answers a parked request unless its client already went away (cancelled)."""
+    if future is not None and not future.done():
+        future.set_result(result)
+
+
+class ClassicGroup:
+    """Membership and generation state of one group (Kafka's ClassicGroup)."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.state = EMPTY
+        self.previous_state = DEAD
+        self.state_timestamp_ms = int(time.time() * 1000)
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.generation_id = 0
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}
+        self.pending_join_members: set[str] = set()
+        self.pending_sync_members: set[str] = set()
+        self.new_member_added = False
+
+    # -- queries ---------------------------------------------------------------
+    def can_rebalance(self) -> bool:
+        return self.state in _VALID_PREVIOUS[PREPARING_REBALANCE]
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def num_awaiting_join(self) -> int:
+        return sum(1 for member in self.members.values() if member.awaiting_join)
+
+    def has_all_members_joined(self) -> bool:
+        return self.num_awaiting_join() == len(self.members) and not self.pending_join_members
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def _supported_by_all(self) -> set[str]:
+        counts: dict[str, int] = {}
+        for member in self.members.values():
+            for name in {name for name, _ in member.protocols}:
+                counts[name] = counts.get(name, 0) + 1
+        return {name for name, count in counts.items() if count == len(self.members)}
+
+    def supports_protocols(self, protocol_type: str, names: Iterable[str]) -> bool:
+        names = set(names)
+        if self.state == EMPTY:
+            return bool(protocol_type) and bool(names)
+        return self.protocol_type == protocol_type and bool(names & self._supported_by_all())
+
+    def select_protocol(self) -> str:
+        """The protocol with most first-choice votes among those all members support."""
+        candidates = self._supported_by_all()
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            choice = member.vote(candidates)
+            if choice is not None:
+                votes[choice] = votes.get(choice, 0) + 1
+        if not votes:
+            raise RuntimeError(f"no protocol supported by all members of group {self.group_id}")
+        return max(votes, key=lambda name: votes[name])  # ties: the earliest member's vote
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
+        if group_instance_id is not None:
+            existing = self.static_members.get(group_instance_id)
+            if existing is None:
+                return UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return FENCED_INSTANCE_ID
+        if member_id not in self.members:
+            return UNKNOWN_MEMBER_ID
+        return NONE
+
+    def validate_offset_commit(
+        self, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        if self.state == DEAD:
+            return COORDINATOR_NOT_AVAILABLE
+        if generation_id < 0 and self.state == EMPTY:
+            # Admin clients and consumers without group management ("simple" commits).
+            return NONE
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            error = self.validate_member(member_id, group_instance_id)
+            if error != NONE:
+                return error
+            if generation_id != self.generation_id:
+                return ILLEGAL_GENERATION
+        elif self.state != EMPTY:
+            return UNKNOWN_MEMBER_ID
+        if self.state == COMPLETING_REBALANCE:
+            return REBALANCE_IN_PROGRESS
+        return NONE
+
+    def current_members(self) -> list[JoinMember]:
+        return [
+            JoinMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
+            for m in self.members.values()
+        ]
+
+    # -- mutations -------------------------------------------------------------
+    def transition_to(self, state: str) -> None:
+        if self.state not in _VALID_PREVIOUS[state]:
+            raise RuntimeError(f"group {self.group_id}: illegal transition {self.state} -> {state}")
+        self.previous_state, self.state = self.state, state
+        self.state_timestamp_ms = int(time.time() * 1000)
+
+    def add(self, member: Member, future: asyncio.Future[JoinResult] | None) -> None:
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.members[member.member_id] = member
+        member.join_future = future
+        self.pending_join_members.discard(member.member_id)
+
+    def remove(self, member_id: str) -> None:
+        removed = self.members.pop(member_id, None)
+        if removed is not None and removed.group_instance_id is not None:
+            self.static_members.pop(removed.group_instance_id, None)
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        self.pending_join_members.discard(member_id)
+        self.pending_sync_members.discard(member_id)
+
+    def update_member(
+        self,
+        member: Member,
+        protocols: Protocols,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        future: asyncio.Future[JoinResult] | None,
+    ) -> None:
+        member.protocols = protocols
+        member.rebalance_timeout_ms = rebalance_timeout_ms
+        member.session_timeout_ms = session_timeout_ms
+        if member.join_future is not None and member.join_future is not future:
+            # A repeated JoinGroup supersedes the parked one; answer the old request
+            # (its client has given up on it) rather than leaving it hanging.
+            _complete(member.join_future, JoinResult(REBALANCE_IN_PROGRESS, member.member_id))
+        member.join_future = future
+
+    def complete_join(self, member: Member, result: JoinResult) -> bool:
+        if member.join_future is None:
+            return False
+        _complete(member.join_future, result)
+        member.join_future = None
+        return True
+
+    def complete_sync(self, member: Member, result: SyncResult) -> bool:
+        if member.sync_future is None:
+            return False
+        _complete(member.sync_future, result)
+        member.sync_future = None
+        return True
+
+    def maybe_elect_new_joined_leader(self) -> bool:
+        """Keeps the leader if it rejoined, else picks a member that did; False if none."""
+        if self.leader_id is None:
+            return False
+        leader = self.members.get(self.leader_id)
+        if leader is not None and leader.awaiting_join:
+            return True
+        for member in self.members.values():
+            if member.awaiting_join:
+                self.leader_id = member.member_id
+                return True
+        return False
+
+    def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> Member:
+        """A static member rejoined without its member id: fence the old id, keep its state."""
+        old = self.members.pop(old_member_id)
+        self.complete_join(old, JoinResult(FENCED_INSTANCE_ID, old_member_id))
+        self.complete_sync(old, SyncResult(FENCED_INSTANCE_ID))
+        new = Member(
+            new_member_id,
+            old.group_instance_id,
+            old.client_id,
+            old.client_host,
+            old.rebalance_timeout_ms,
+            old.session_timeout_ms,
+            old.protocol_type,
+            old.protocols,
+            old.assignment,
+        )
+        self.members[new_member_id] = new
+        if self.leader_id == old_member_id:
+            self.leader_id = new_member_id
+        self.static_members[group_instance_id] = new_member_id
+        self.pending_sync_members.discard(old_member_id)
+        return new
+
+    def init_next_generation(self) -> None:
+        self.generation_id += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition_to(COMPLETING_REBALANCE)
+        else:
+            self.protocol_name = None
+            self.transition_to(EMPTY)
+        self.pending_sync_members.clear()
+
+
+# -- the coordinator -------------------------------------------------------------------
+class GroupCoordinator:
+    """All classic groups and their committed offsets, shared by the brokers of a cluster.
+
+    Not thread-safe: call it on the cluster's event loop (timers need the running loop).
+    """
+
+    def __init__(self, cluster: ClusterState) -> None:
+        self.cluster = cluster
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        self._timers: dict[tuple[str, ...], asyncio.TimerHandle] = {}
+
+    # -- configuration (read on use, so tests and dynamic configs take effect) ----
+    @property
+    def initial_rebalance_delay_ms(self) -> int:
+        return self.cluster.config.get_int("group.initial.rebalance.delay.ms")
+
+    @property
+    def min_session_timeout_ms(self) -> int:
+        return self.cluster.config.get_int("group.min.session.timeout.ms")
+
+    @property
+    def max_session_timeout_ms(self) -> int:
+        return self.cluster.config.get_int("group.max.session.timeout.ms")
+
+    @property
+    def offsets_topic_partitions(self) -> int:
+        return self.cluster.config.get_int("offsets.topic.num.partitions")
+
+    # -- placement ------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        """The __consumer_offsets partition of the group, as Kafka computes it."""
+        return kafka_abs(java_string_hash(group_id)) % self.offsets_topic_partitions
+
+    def coordinator_for(self, group_id: str) -> int:
+        """Node id of the live broker coordinating the group, or -1 when none is up."""
+        live = self.cluster.live_broker_ids()
+        if not live:
+            return -1
+        return live[self.partition_for(group_id) % len(live)]
+
+    # -- timers ---------------------------------------------------------------------
+    def _schedule(self, key: tuple[str, ...], delay_ms: int, callback: Callable[[], None]) -> None:
+        self._cancel(key)
+        loop = asyncio.get_running_loop()
+
+        def fire() -> None:
+            self._timers.pop(key, None)
+            try:
+                callback()
+            except Exception:  # a timer must never take the loop down
+                log.exception("group timer %s failed", key)
+
+        self._timers[key] = loop.call_later(max(delay_ms, 0) / 1000.0, fire)
+
+    def _cancel(self, key: tuple[str, ...]) -> None:
+        handle = self._timers.pop(key, None)
+        if handle is not None:
+            handle.cancel()
+
+    @staticmethod
+    def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, ...]:
+        return ("heartbeat", group_id, member_id)
+
+    @staticmethod
+    def _join_key(group_id: str) -> tuple[str, ...]:
+        return ("join", group_id)
+
+    @staticmethod
+    def _sync_key(group_id: str) -> tuple[str, ...]:
+        return ("sync", group_id)
+
+    def _reschedule_heartbeat(
+        self, group: ClassicGroup, member: Member, timeout_ms: int | None = None
+    ) -> None:
+        member_id = member.member_id
+        self._schedule(
+            self._heartbeat_key(group.group_id, member_id),
+            member.session_timeout_ms if timeout_ms is None else timeout_ms,
+            lambda: self._expire_heartbeat(group.group_id, member_id),
+        )
+
+    def close(self) -> None:
+        """Cancels every timer and answers parked requests (the brokers are going away)."""
+        for handle in self._timers.values():
+            handle.cancel()
+        self._timers.clear()
+        for group in self.groups.values():
+            for member in group.members.values():
+                group.complete_join(member, JoinResult(NOT_COORDINATOR, member.member_id))
+                group.complete_sync(member, SyncResult(NOT_COORDINATOR))
+
+    # -- JoinGroup --------------------------------------------------------------------
+    async def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        protocol_type: str,
+        protocols: Sequence[tuple[str, bytes]],
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        group_instance_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+        require_known_member_id: bool = True,
+        supports_skip_assignment: bool = True,
+    ) -> JoinResult:
+        """JoinGroup; the result arrives when the join phase completes (or at once on error).
+
+        `require_known_member_id` is JoinGroup v4+ (KIP-394); `supports_skip_assignment`
+        is v9+ (KIP-814).
+        """
+        if not group_id:
+            return JoinResult(INVALID_GROUP_ID, member_id)
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            return JoinResult(INVALID_SESSION_TIMEOUT, member_id)
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        request = _JoinRequest(
+            group_id,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            [(name, bytes(metadata)) for name, metadata in protocols],
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            client_id,
+            client_host,
+            require_known_member_id,
+            supports_skip_assignment,
+        )
+        self._join(request, future)
+        return await future
+
+    def _join(self, request: _JoinRequest, future: asyncio.Future[JoinResult]) -> None:
+        is_unknown = request.member_id == ""
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if not is_unknown:
+                # A member id for a group we do not know: the client resets and rejoins.
+                _complete(future, JoinResult(UNKNOWN_MEMBER_ID, request.member_id))
+                return
+            group = self.groups[request.group_id] = ClassicGroup(request.group_id)
+        if not self._accept_joining_member(group, request.member_id):
+            group.remove(request.member_id)
+            _complete(future, JoinResult(GROUP_MAX_SIZE_REACHED, ""))
+        elif is_unknown:
+            self._join_new_member(group, request, future)
+        else:
+            self._join_existing_member(group, request, future)
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        max_size = self.cluster.config.get_int("group.max.size")
+        if group.state in (EMPTY, DEAD):
+            return True
+        existing = group.members.get(member_id)
+        if group.state == PREPARING_REBALANCE:
+            return (existing is not None and existing.awaiting_join) or group.num_awaiting_join() < max_size
+        return existing is not None or len(group.members) < max_size
+
+    def _join_new_member(
+        self, group: ClassicGroup, request: _JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        if group.state == DEAD:
+            _complete(future, JoinResult(COORDINATOR_NOT_AVAILABLE, ""))
+            return
+        if not group.supports_protocols(request.protocol_type, (name for name, _ in request.protocols)):
+            _complete(future, JoinResult(INCONSISTENT_GROUP_PROTOCOL, ""))
+            return
+        prefix = request.group_instance_id if request.group_instance_id is not None else request.client_id
+        new_member_id = f"{prefix}-{uuid.uuid4()}"
+        if request.group_instance_id is not None:
+            existing = group.static_members.get(request.group_instance_id)
+            if existing is not None:
+                self._update_static_member(group, request, existing, new_member_id, future)
+            else:
+                self._add_member_and_rebalance(group, request, new_member_id, future)
+        elif request.require_known_member_id:
+            # KIP-394: hand out the id and make the client come back with it, so that a
+            # client retrying a timed-out join does not leave a defunct member behind.
+            group.pending_join_members.add(new_member_id)
+            self._schedule(
+                self._heartbeat_key(group.group_id, new_member_id),
+                request.session_timeout_ms,
+                lambda: self._expire_heartbeat(group.group_id, new_member_id),
+            )
+            _complete(future, JoinResult(MEMBER_ID_REQUIRED, new_member_id))
+        else:
+            self._add_member_and_rebalance(group, request, new_member_id, future)
+
+    def _join_existing_member(
+        self, group: ClassicGroup, request: _JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member_id = request.member_id
+        if group.state == DEAD:
+            _complete(future, JoinResult(COORDINATOR_NOT_AVAILABLE, member_id))
+            return
+        if not group.supports_protocols(request.protocol_type, (name for name, _ in request.protocols)):
+            _complete(future, JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id))
+            return
+        if member_id in group.pending_join_members:
+            self._add_member_and_rebalance(group, request, member_id, future)
+            return
+        error = group.validate_member(member_id, request.group_instance_id)
+        if error != NONE:
+            _complete(future, JoinResult(error, member_id))
+            return
+        member = group.members[member_id]
+        if group.state == PREPARING_REBALANCE:
+            self._update_member_and_rebalance(group, member, request, future)
+        elif group.state == COMPLETING_REBALANCE:
+            if member.protocols == request.protocols:
+                # Same metadata (the client probably missed the response): repeat it.
+                _complete(
+                    future,
+                    self._current_generation(group, member_id, with_members=group.is_leader(member_id)),
+                )
+            else:
+                self._update_member_and_rebalance(group, member, request, future)
+        elif group.state == STABLE:
+            if group.is_leader(member_id) or member.protocols != request.protocols:
+                # A leader rejoining forces a rebalance: that is how it reacts to changes
+                # that do not show in member metadata (e.g. new partitions).
+                self._update_member_and_rebalance(group, member, request, future)
+            else:
+                _complete(future, self._current_generation(group, member_id, with_members=False))
+        else:
+            _complete(future, JoinResult(UNKNOWN_MEMBER_ID, member_id))
+
+    @staticmethod
+    def _current_generation(
+        group: ClassicGroup, member_id: str, with_members: bool, skip_assignment: bool = False
+    ) -> JoinResult:
+        return JoinResult(
+            NONE,
+            member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            group.current_members() if with_members else [],
+            skip_assignment,
+        )
+
+    def _add_member_and_rebalance(
+        self, group: ClassicGroup, request: _JoinRequest, member_id: str, future: asyncio.Future[JoinResult]
+    ) -> None:
+        member = Member(
+            member_id,
+            request.group_instance_id,
+            request.client_id,
+            request.client_host,
+            request.rebalance_timeout_ms,
+            request.session_timeout_ms,
+            request.protocol_type,
+            request.protocols,
+            is_new=True,
+        )
+        if group.state == PREPARING_REBALANCE and group.previous_state == EMPTY:
+            group.new_member_added = True  # extends the initial rebalance delay
+        group.add(member, future)
+        self._reschedule_heartbeat(group, member, NEW_MEMBER_JOIN_TIMEOUT_MS)
+        self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _update_member_and_rebalance(
+        self, group: ClassicGroup, member: Member, request: _JoinRequest, future: asyncio.Future[JoinResult]
+    ) -> None:
+        group.update_member(
+            member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms, future
+        )
+        self._maybe_prepare_rebalance_or_complete_join(group)
+
+    def _update_static_member(
+        self,
+        group: ClassicGroup,
+        request: _JoinRequest,
+        old_member_id: str,
+        new_member_id: str,
+        future: asyncio.Future[JoinResult],
+    ) -> None:
+        assert request.group_instance_id is not None
+        current_leader = group.leader_id or ""
+        self._cancel(self._heartbeat_key(group.group_id, old_member_id))
+        member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)
+        self._reschedule_heartbeat(group, member)
+        group.update_member(
+            member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms, future
+        )
+        if group.state == STABLE:
+            if group.protocol_name == group.select_protocol():
+                # KIP-345: a restarted static member takes its old place without a rebalance.
+                if request.supports_skip_assignment:
+                    is_leader = group.is_leader(new_member_id)
+                    result = self._current_generation(
+                        group, new_member_id, with_members=is_leader, skip_assignment=is_leader
+                    )
+                else:
+                    result = self._current_generation(group, new_member_id, with_members=False)
+                    result.leader = current_leader
+                group.complete_join(member, result)
+            else:
+                self._maybe_prepare_rebalance_or_complete_join(group)
+        elif group.state == COMPLETING_REBALANCE:
+            # The leader may already be assigning to the old member id: start over.
+            self._prepare_rebalance(group)
+        else:
+            self._maybe_complete_join_phase(group)
+
+    # -- rebalance machinery ------------------------------------------------------------
+    def _maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group)
+        else:
+            self._maybe_complete_join_phase(group)
+
+    def _prepare_rebalance(self, group: ClassicGroup) -> None:
+        if group.state == COMPLETING_REBALANCE:
+            for member in group.members.values():
+                member.assignment = b""
+            self._propagate_assignment(group, REBALANCE_IN_PROGRESS)
+        group.pending_sync_members.clear()
+        self._cancel(self._sync_key(group.group_id))
+        initial = group.state == EMPTY
+        if initial:
+            # Kafka's initial delayed join: wait for more members before the first
+            # generation, extending while members keep arriving, up to the rebalance timeout.
+            delay = self.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            group_id = group.group_id
+            self._schedule(
+                self._join_key(group_id),
+                delay,
+                lambda: self._try_complete_initial_rebalance(group_id, delay, remaining),
+            )
+        group.transition_to(PREPARING_REBALANCE)
+        log.info("preparing to rebalance group %s (generation %d)", group.group_id, group.generation_id)
+        if not initial:
+            self._maybe_complete_join_else_schedule(group)
+
+    def _maybe_complete_join_else_schedule(self, group: ClassicGroup) -> None:
+        if group.has_all_members_joined():
+            self._complete_join(group)
+        else:
+            group_id = group.group_id
+            self._schedule(
+                self._join_key(group_id),
+                group.rebalance_timeout_ms(),
+                lambda: self._complete_join_by_id(group_id),
+            )
+
+    def _try_complete_initial_rebalance(self, group_id: str, delay_ms: int, remaining_ms: int) -> None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return
+        if group.new_member_added and remaining_ms != 0:
+            group.new_member_added = False
+            new_delay = min(self.initial_rebalance_delay_ms, remaining_ms)
+            new_remaining = max(remaining_ms - delay_ms, 0)
+            self._schedule(
+                self._join_key(group_id),
+                new_delay,
+                lambda: self._try_complete_initial_rebalance(group_id, new_delay, new_remaining),
+            )
+        else:
+            self._complete_join(group)
+
+    def _maybe_complete_join_phase(self, group: ClassicGroup) -> None:
+        if (
+            group.state == PREPARING_REBALANCE
+            and group.previous_state != EMPTY  # the initial rebalance always waits its delay
+            and group.has_all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join_by_id(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None:
+            self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> None:
+        self._cancel(self._join_key(group.group_id))
+        for member in [
+            m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None
+        ]:
+            group.remove(member.member_id)
+            self._cancel(self._heartbeat_key(group.group_id, member.member_id))
+            _complete(member.sync_future, SyncResult(UNKNOWN_MEMBER_ID))
+        if group.state == DEAD:
+            return
+        if not group.maybe_elect_new_joined_leader() and group.members:
+            # Only static members that have not rejoined are left: wait another round.
+            group_id = group.group_id
+            self._schedule(
+                self._join_key(group_id),
+                group.rebalance_timeout_ms(),
+                lambda: self._complete_join_by_id(group_id),
+            )
+            return
+        group.init_next_generation()
+        if group.state == EMPTY:
+            log.info("group %s with generation %d is now empty", group.group_id, group.generation_id)
+            return
+        log.info(
+            "group %s: generation %d with %d members (protocol %s)",
+            group.group_id,
+            group.generation_id,
+            len(group.members),
+            group.protocol_name,
+        )
+        for member in group.members.values():
+            group.complete_join(
+                member,
+                self._current_generation(
+                    group, member.member_id, with_members=group.is_leader(member.member_id)
+                ),
+            )
+            self._reschedule_heartbeat(group, member)
+            member.is_new = False
+            group.pending_sync_members.add(member.member_id)
+        group_id, generation = group.group_id, group.generation_id
+        self._schedule(
+            self._sync_key(group_id),
+            group.rebalance_timeout_ms(),
+            lambda: self._expire_pending_sync(group_id, generation),
+        )
+
+    def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
+        protocol_type = group.protocol_type if error == NONE else None
+        protocol_name = group.protocol_name if error == NONE else None
+        for member in group.members.values():
+            if group.complete_sync(
+                member, SyncResult(error, protocol_type, protocol_name, member.assignment)
+            ):
+                # Sessions restart once the assignment is out: waiting for the leader
+                # must not count against them.
+                self._reschedule_heartbeat(group, member)
+
+    def _expire_pending_sync(self, group_id: str, generation_id: int) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.generation_id != generation_id:
+            return
+        if group.state in (COMPLETING_REBALANCE, STABLE) and group.pending_sync_members:
+            late = list(group.pending_sync_members)
+            for member_id in late:
+                group.remove(member_id)
+                self._cancel(self._heartbeat_key(group_id, member_id))
+            log.info("group %s: removed members that never sent SyncGroup: %s", group_id, late)
+            self._prepare_rebalance(group)
+
+    def _expire_heartbeat(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return
+        if member_id in group.pending_join_members:
+            group.remove(member_id)
+            if group.state == PREPARING_REBALANCE and group.has_all_members_joined():
+                self._complete_join(group)
+            return
+        member = group.members.get(member_id)
+        if member is None or member.has_satisfied_heartbeat():
+            return
+        log.info("group %s: member %s session expired", group_id, member_id)
+        self._remove_member_and_update_group(group, member)
+
+    def _remove_member_and_update_group(self, group: ClassicGroup, member: Member) -> None:
+        # A new member may still be parked in JoinGroup: answer it before removing it.
+        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
+        group.complete_sync(member, SyncResult(UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        if group.state in (STABLE, COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance_or_complete_join(group)
+        elif group.state == PREPARING_REBALANCE and group.has_all_members_joined():
+            self._complete_join(group)
+
+    # -- SyncGroup ------------------------------------------------------------------------
+    async def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        assignments: Sequence[tuple[str, bytes]] = (),
+        group_instance_id: str | None = None,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+    ) -> SyncResult:
+        """SyncGroup; followers wait for the leader's assignments during CompletingRebalance."""
+        if not group_id:
+            return SyncResult(INVALID_GROUP_ID)
+        group = self.groups.get(group_id)
+        if group is None or group.state == EMPTY:
+            return SyncResult(UNKNOWN_MEMBER_ID)
+        if group.state == DEAD:
+            return SyncResult(COORDINATOR_NOT_AVAILABLE)
+        error = group.validate_member(member_id, group_instance_id)
+        if error != NONE:
+            return SyncResult(error)
+        if generation_id != group.generation_id:
+            return SyncResult(ILLEGAL_GENERATION)
+        if _inconsistent(protocol_type, group.protocol_type) or _inconsistent(
+            protocol_name, group.protocol_name
+        ):
+            return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
+        if group.state == PREPARING_REBALANCE:
+            return SyncResult(REBALANCE_IN_PROGRESS)
+        member = group.members[member_id]
+        if group.state == STABLE:
+            self._remove_pending_sync_member(group, member_id)
+            return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+        # CompletingRebalance: park until the leader's assignment arrives.
+        future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        if member.sync_future is not None:
+            _complete(member.sync_future, SyncResult(REBALANCE_IN_PROGRESS))
+        member.sync_future = future
+        self._remove_pending_sync_member(group, member_id)
+        if group.is_leader(member_id):
+            assignment = {mid: bytes(data) for mid, data in assignments}
+            for other in group.members.values():
+                other.assignment = assignment.get(other.member_id, b"")
+            self._propagate_assignment(group, NONE)
+            group.transition_to(STABLE)
+            log.info("group %s: generation %d is stable", group_id, group.generation_id)
+        return await future
+
+    def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
+        group.pending_sync_members.discard(member_id)
+        if group.state not in (COMPLETING_REBALANCE, STABLE) or not group.pending_sync_members:
+            self._cancel(self._sync_key(group.group_id))
+
+    # -- Heartbeat / LeaveGroup -----------------------------------------------------------
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None = None
+    ) -> int:
+        """Heartbeat's error code; REBALANCE_IN_PROGRESS tells the member to rejoin."""
+        if not group_id:
+            return INVALID_GROUP_ID
+        group = self.groups.get(group_id)
+        if group is None:
+            return UNKNOWN_MEMBER_ID
+        if group.state == DEAD:
+            return COORDINATOR_NOT_AVAILABLE
+        error = group.validate_member(member_id, group_instance_id)
+        if error != NONE:
+            return error
+        if generation_id != group.generation_id:
+            return ILLEGAL_GENERATION
+        if group.state == EMPTY:
+            return UNKNOWN_MEMBER_ID
+        self._reschedule_heartbeat(group, group.members[member_id])
+        return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
+
+    def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
+        """(top-level error, one error per (member_id, group_instance_id) leaving)."""
+        if not group_id:
+            return INVALID_GROUP_ID, []
+        group = self.groups.get(group_id)
+        if group is None:
+            return NONE, [UNKNOWN_MEMBER_ID] * len(members)
+        if group.state == DEAD:
+            return COORDINATOR_NOT_AVAILABLE, []
+        errors: list[int] = []
+        for member_id, instance_id in members:
+            if member_id == "":
+                # Administrative removal of a static member by instance id (KIP-345).
+                if instance_id is not None and instance_id in group.static_members:
+                    self._remove_current_member(group, group.static_members[instance_id])
+                    errors.append(NONE)
+                else:
+                    errors.append(UNKNOWN_MEMBER_ID)
+            elif member_id in group.pending_join_members:
+                group.remove(member_id)
+                self._cancel(self._heartbeat_key(group_id, member_id))
+                errors.append(NONE)
+            else:
+                error = group.validate_member(member_id, instance_id)
+                if error == NONE:
+                    self._remove_current_member(group, member_id)
+                errors.append(error)
+        if NONE in errors:
+            if group.state in (STABLE, COMPLETING_REBALANCE):
+                self._maybe_prepare_rebalance_or_complete_join(group)
+            elif group.state == PREPARING_REBALANCE:
+                self._maybe_complete_join_phase(group)
+        return NONE, errors
+
+    def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
+        member = group.members[member_id]
+        self._cancel(self._heartbeat_key(group.group_id, member_id))
+        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
+        group.complete_sync(member, SyncResult(UNKNOWN_MEMBER_ID))
+        group.remove(member_id)
+
+    # -- offsets --------------------------------------------------------------------------
+    def commit_offsets(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        offsets: Sequence[OffsetCommit],
+        group_instance_id: str | None = None,
+        api_version: int = 9,
+    ) -> list[int]:
+        """OffsetCommit for partitions of existing topics; one error code per entry.
+
+        Generation -1 with an empty member id is a "simple" commit (admin clients,
+        consumers with manual assignment) and is accepted while the group is Empty,
+        creating the group if needed.
+        """
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id < 0:
+                group = self.groups[group_id] = ClassicGroup(group_id)
+            else:
+                # v9+ says GROUP_ID_NOT_FOUND; older versions keep ILLEGAL_GENERATION.
+                return [GROUP_ID_NOT_FOUND if api_version >= 9 else ILLEGAL_GENERATION] * len(offsets)
+        error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        if error != NONE:
+            return [error] * len(offsets)
+        if group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
+            # Classic protocol: commits keep the member's session alive.
+            self._reschedule_heartbeat(group, group.members[member_id])
+        max_metadata = self.cluster.config.get_int("offset.metadata.max.bytes")
+        now_ms = int(time.time() * 1000)
+        stored = self.offsets.setdefault(group_id, {})
+        errors: list[int] = []
+        for commit in offsets:
+            if commit.metadata is not None and len(commit.metadata) > max_metadata:
+                errors.append(OFFSET_METADATA_TOO_LARGE)
+                continue
+            topic = self.cluster.topics.get(commit.topic)
+            stored[(commit.topic, commit.partition)] = CommittedOffset(
+                commit.offset,
+                commit.leader_epoch,
+                commit.metadata or "",
+                now_ms,
+                topic.topic_id if topic is not None else None,
+            )
+            errors.append(NONE)
+        return errors
+
+    def _live_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
+        """The group's offsets minus those of deleted (or deleted and re-created) topics.
+
+        Kafka drops a deleted topic's offsets from every group; comparing topic ids on
+        read gives the same answers without a hook into topic deletion.
+        """
+        stored = self.offsets.get(group_id)
+        if not stored:
+            return {}
+        topics = self.cluster.topics
+        stale = [
+            key
+            for key, committed in stored.items()
+            if (topic := topics.get(key[0])) is None
+            or (committed.topic_id is not None and committed.topic_id != topic.topic_id)
+        ]
+        for key in stale:
+            del stored[key]
+        return stored
+
+    def fetch_offsets(
+        self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
+    ) -> dict[tuple[str, int], CommittedOffset | None]:
+        """Committed offsets of `partitions` (None where nothing is committed), or all."""
+        group = self.groups.get(group_id)
+        known = self._live_offsets(group_id) if group is not None and group.state != DEAD else {}
+        if partitions is None:
+            return dict(sorted(known.items()))
+        return {key: known.get(key) for key in partitions}
+
+    # -- admin ----------------------------------------------------------------------------
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """DescribeGroups' view of one group; None when it does not exist."""
+        group = self.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return None
+        stable = group.state == STABLE
+        members = [
+            MemberDescription(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.metadata(group.protocol_name) if stable else b"",
+                m.assignment if stable else b"",
+            )
+            for m in group.members.values()
+        ]
+        return GroupDescription(
+            group.group_id,
+            group.state,
+            group.protocol_type or "",
+            (group.protocol_name or "") if stable else "",
+            members,
+        )
+
+    def list_groups(
+        self,
+        states: Iterable[str] = (),
+        types: Iterable[str] = (),
+        coordinator: int | None = None,
+    ) -> list[ListedGroup]:
+        """Groups (optionally only those `coordinator` coordinates), filtered as ListGroups v4/v5."""
+        wanted_states = {state.lower() for state in states}
+        wanted_types = {kind.lower() for kind in types}
+        if wanted_types and GROUP_TYPE not in wanted_types:
+            return []
+        listed = []
+        for group in self.groups.values():
+            if group.state == DEAD:
+                continue
+            if wanted_states and group.state.lower() not in wanted_states:
+                continue
+            if coordinator is not None and self.coordinator_for(group.group_id) != coordinator:
+                continue
+            listed.append(ListedGroup(group.group_id, group.protocol_type or "", group.state))
+        return listed
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        """DeleteGroups: only Empty groups go, together with their committed offsets."""
+        results: dict[str, int] = {}
+        for group_id in dict.fromkeys(group_ids):
+            group = self.groups.get(group_id)
+            if group is None or group.state == DEAD:
+                results[group_id] = GROUP_ID_NOT_FOUND
+            elif group.state != EMPTY:
+                results[group_id] = NON_EMPTY_GROUP
+            else:
+                for key in [key for key in self._timers if key[1] == group_id]:
+                    self._cancel(key)
+                group.transition_to(DEAD)
+                del self.groups[group_id]
+                self.offsets.pop(group_id, None)
+                results[group_id] = NONE
+        return results
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+@dataclass(slots=True)
+class _JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str
+    client_host: str
+    require_known_member_id: bool
+    supports_skip_assignment: bool

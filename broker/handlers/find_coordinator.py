@@ -1,0 +1,72 @@
+"""FindCoordinator (10): which broker coordinates a group (v4+: many keys at once).
+
+The answer is the coordinator's endpoint on the listener the client came in on.
+Transactions are not implemented, so transaction keys get COORDINATOR_NOT_AVAILABLE,
+which is what Kafka answers while its transaction coordinator is unavailable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.metadata import FindCoordinatorResponse
+
+from broker.context import RequestContext
+from broker.groups import COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST, NONE
+
+API_KEY = 10
+Coordinator = FindCoordinatorResponse.Coordinator
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+# Errors.message() of the codes this handler returns, as Kafka puts them in error_message.
+MESSAGES = {
+    NONE: "NONE",
+    COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    INVALID_REQUEST: (
+        "This most likely occurs because of a request being malformed by the client library or "
+        "the message was sent to an incompatible broker. See the broker logs for more details."
+    ),
+}
+NO_NODE = (-1, "", -1)
+
+
+def lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, tuple[int, str, int]]:
+    """(error, (node_id, host, port)) for one coordinator key."""
+    if key_type == TRANSACTION_KEY_TYPE:
+        return COORDINATOR_NOT_AVAILABLE, NO_NODE
+    if key_type != GROUP_KEY_TYPE:
+        return INVALID_REQUEST, NO_NODE
+    node_id = ctx.groups.coordinator_for(key)
+    node = ctx.cluster.brokers.get(node_id)
+    if node is None or not node.up:
+        return COORDINATOR_NOT_AVAILABLE, NO_NODE
+    host, port = node.endpoint(ctx.connection.listener)
+    return NONE, (node_id, host, port)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    key_type = request.key_type if ctx.api_version >= 1 else GROUP_KEY_TYPE
+    if ctx.api_version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            error, (node_id, host, port) = lookup(ctx, key_type, key)
+            coordinators.append(
+                Coordinator(
+                    key=key,
+                    node_id=node_id,
+                    host=host,
+                    port=port,
+                    error_code=error,
+                    error_message=None if error in (NONE, COORDINATOR_NOT_AVAILABLE) else MESSAGES[error],
+                )
+            )
+        return ctx.response(throttle_time_ms=0, coordinators=coordinators)
+    error, (node_id, host, port) = lookup(ctx, key_type, request.key)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=error,
+        error_message=MESSAGES[error],
+        node_id=node_id,
+        host=host,
+        port=port,
+    )

@@ -1,0 +1,125 @@
+"""OffsetFetch (9): committed offsets of a group (v8+: several groups; v10: topic ids).
+
+Partitions without a commit answer offset -1, and `topics` null asks for every
+committed offset of the group. `require_stable` needs no handling: there are no
+pending transactional offsets here.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafka.protocol.consumer import OffsetFetchResponse
+
+from broker.context import RequestContext
+from broker.groups import NONE, NOT_COORDINATOR, UNKNOWN_TOPIC_ID, CommittedOffset
+
+API_KEY = 9
+# v1-7: one group at the top level
+TopicV1 = OffsetFetchResponse.OffsetFetchResponseTopic
+PartitionV1 = TopicV1.OffsetFetchResponsePartition
+# v8+: per group
+Group = OffsetFetchResponse.OffsetFetchResponseGroup
+TopicV8 = Group.OffsetFetchResponseTopics
+PartitionV8 = TopicV8.OffsetFetchResponsePartitions
+
+# name, topic id, [(partition, committed or None, error)]
+Answer = tuple[str, uuid.UUID | None, list[tuple[int, CommittedOffset | None, int]]]
+
+
+def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tuple[int, list[Answer]]:
+    """(group error, topics) for one group; `topics` None means all committed offsets."""
+    if ctx.groups.coordinator_for(group_id) != ctx.node_id:
+        return NOT_COORDINATOR, []
+    cluster = ctx.cluster
+    if topics is None:
+        answers: dict[str, Answer] = {}
+        for (name, index), committed in ctx.groups.fetch_offsets(group_id).items():
+            topic = cluster.topics.get(name)
+            answer = answers.setdefault(name, (name, topic.topic_id if topic else None, []))
+            answer[2].append((index, committed, NONE))
+        return NONE, list(answers.values())
+    result: list[Answer] = []
+    wanted: list[tuple[str, int]] = []
+    for requested in topics:
+        if use_ids:
+            topic = cluster.topics_by_id.get(requested.topic_id)
+            if topic is None:
+                result.append(
+                    (
+                        "",
+                        requested.topic_id,
+                        [(i, None, UNKNOWN_TOPIC_ID) for i in requested.partition_indexes],
+                    )
+                )
+                continue
+            name, topic_id = topic.name, topic.topic_id
+        else:
+            name, topic_id = requested.name, None
+        result.append((name, topic_id, [(i, None, NONE) for i in requested.partition_indexes]))
+        wanted.extend((name, i) for i in requested.partition_indexes)
+    offsets = ctx.groups.fetch_offsets(group_id, wanted)
+    return NONE, [
+        (
+            name,
+            topic_id,
+            [(i, offsets.get((name, i)) if error == NONE else None, error) for i, _, error in rows],
+        )
+        for name, topic_id, rows in result
+    ]
+
+
+def _fields(committed: CommittedOffset | None) -> dict[str, Any]:
+    if committed is None:
+        return {"committed_offset": -1, "committed_leader_epoch": -1, "metadata": ""}
+    return {
+        "committed_offset": committed.offset,
+        "committed_leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata,
+    }
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    if version >= 8:
+        groups = []
+        for wanted in request.groups:
+            error, answers = fetch(ctx, wanted.group_id, wanted.topics, use_ids=version >= 10)
+            groups.append(
+                Group(
+                    group_id=wanted.group_id,
+                    error_code=error,
+                    topics=[
+                        TopicV8(
+                            name=name,
+                            topic_id=topic_id,
+                            partitions=[
+                                PartitionV8(partition_index=i, error_code=code, **_fields(c))
+                                for i, c, code in rows
+                            ],
+                        )
+                        for name, topic_id, rows in answers
+                    ],
+                )
+            )
+        return ctx.response(throttle_time_ms=0, groups=groups)
+    error, answers = fetch(ctx, request.group_id, request.topics, use_ids=False)
+    if error != NONE and version < 2:
+        # v0-1 have no group-level error: every requested partition carries it.
+        answers = [
+            (t.name, None, [(i, None, error) for i in t.partition_indexes]) for t in request.topics or []
+        ]
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=error,
+        topics=[
+            TopicV1(
+                name=name,
+                partitions=[
+                    PartitionV1(partition_index=i, error_code=code, **_fields(c)) for i, c, code in rows
+                ],
+            )
+            for name, _, rows in answers
+        ],
+    )
