@@ -41,9 +41,14 @@ def build_config(args: argparse.Namespace) -> dict[str, str]:
 
 async def serve(cluster: MockCluster) -> None:
     await cluster.start()
-    for broker in cluster.brokers:
-        endpoints = ", ".join(str(broker.advertised_endpoint(e.listener)) for e in broker.listeners)
-        log.info("broker %d listening on %s", broker.node_id, endpoints)
+    log.info(
+        "%s",
+        "; ".join(
+            f"broker {broker.node_id} listening on "
+            + ", ".join(str(broker.advertised_endpoint(e.listener)) for e in broker.listeners)
+            for broker in cluster.brokers
+        ),
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
