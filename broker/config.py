@@ -32,6 +32,7 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.max.size": ("2147483647", "int", "largest number of members in one group"),
     "offset.metadata.max.bytes": ("4096", "int", "largest metadata string of a committed offset"),
     "offsets.topic.num.partitions": ("50", "int", "partitions of __consumer_offsets (coordinator choice)"),
+    "state.dir": ("", "string", "directory for state that survives restarts (quota configs); empty: in memory"),
     "quota.window.num": ("11", "int", "samples kept by quota sensors"),
     "quota.window.size.seconds": ("1", "int", "length of one quota sample"),
 }

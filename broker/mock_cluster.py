@@ -13,10 +13,13 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from broker.authorizer import Authorizer
 from broker.cluster import ClusterState, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
 from broker.groups import GroupCoordinator
+from broker.quota_admin import QuotaAdmin
 from broker.server import BrokerServer
+from quotas.store import SqliteQuotaStorage
 
 T = TypeVar("T")
 
@@ -54,13 +57,24 @@ class MockCluster:
         advertised = parse_endpoints(self.config.get_str("advertised.listeners"))
         self.state = ClusterState(self.config)
         self.groups = GroupCoordinator(self.state)
-        first_id = self.config.get_int("node.id")
-        self.brokers = [
-            BrokerServer(first_id + i, self.state, self.groups, _shift(listeners, i), _shift(advertised, i))
-            for i in range(brokers)
-        ]
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+        state_dir = self.config.get_str("state.dir")
+        self.quotas = QuotaAdmin(SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread)
+        self.authorizer = Authorizer()
+        first_id = self.config.get_int("node.id")
+        self.brokers = [
+            BrokerServer(
+                first_id + i,
+                self.state,
+                self.groups,
+                self.quotas,
+                self.authorizer,
+                _shift(listeners, i),
+                _shift(advertised, i),
+            )
+            for i in range(brokers)
+        ]
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> MockCluster:
@@ -74,6 +88,7 @@ class MockCluster:
         self.groups.close()
         for broker in self.brokers:
             await broker.stop()
+        self.quotas.close()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -106,6 +121,12 @@ class MockCluster:
         self.call(self.stop())
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=30)
+
+    def _call_from_thread(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self._thread is None or threading.current_thread() is self._thread:
+            coro.close()
+            raise RuntimeError("on the cluster's own event loop, await the async form of this call")
+        return self.call(coro)
 
     def call(self, coro: Coroutine[Any, Any, T]) -> T:
         """Runs `coro` on the cluster's loop; from another thread it blocks for the result."""

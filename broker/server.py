@@ -12,7 +12,9 @@ from broker.config import Endpoint
 from broker.connection import Connection
 
 if TYPE_CHECKING:
+    from broker.authorizer import Authorizer
     from broker.groups import GroupCoordinator
+    from broker.quota_admin import QuotaAdmin
 
 log = logging.getLogger("broker.server")
 
@@ -23,12 +25,16 @@ class BrokerServer:
         node_id: int,
         cluster: ClusterState,
         groups: GroupCoordinator,
+        quotas: QuotaAdmin,
+        authorizer: Authorizer,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
     ) -> None:
         self.node_id = node_id
         self.cluster = cluster
         self.groups = groups
+        self.quotas = quotas
+        self.authorizer = authorizer
         self.listeners = listeners
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}

@@ -13,11 +13,13 @@ from types import ModuleType
 from typing import Any
 
 from broker.handlers import (
+    alter_client_quotas,
     api_versions,
     create_partitions,
     create_topics,
     delete_groups,
     delete_topics,
+    describe_client_quotas,
     describe_cluster,
     describe_configs,
     describe_groups,
@@ -73,6 +75,8 @@ HANDLERS: dict[int, HandlerSpec] = {
         describe_configs,
         create_partitions,
         delete_groups,
+        describe_client_quotas,
+        alter_client_quotas,
         describe_cluster,
     )
 }

@@ -1,0 +1,45 @@
+"""AlterClientQuotas (49): validated per entity, persisted in one transaction, then applied."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import AlterClientQuotasResponse
+
+from broker.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
+from broker.context import RequestContext
+from quotas.store import Alteration, QuotaOp
+
+API_KEY = 49
+Entry = AlterClientQuotasResponse.EntryData
+Entity = Entry.EntityData
+
+
+def _entity(pairs: Any) -> list[Any]:
+    return [Entity(entity_type=t, entity_name=n) for t, n in pairs]
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.broker.authorizer.authorize_cluster(ctx, ALTER_CONFIGS):
+        entries = [
+            Entry(
+                error_code=CLUSTER_AUTHORIZATION_FAILED,
+                error_message="Cluster authorization failed.",
+                entity=_entity((e.entity_type, e.entity_name) for e in entry.entity),
+            )
+            for entry in request.entries
+        ]
+        return ctx.response(throttle_time_ms=0, entries=entries)
+    alterations = [
+        Alteration(
+            [(e.entity_type, e.entity_name) for e in entry.entity],
+            [QuotaOp(op.key, op.value, op.remove) for op in entry.ops],
+        )
+        for entry in request.entries
+    ]
+    plan = await ctx.broker.quotas.alter_entries(alterations, bool(request.validate_only))
+    entries = [
+        Entry(error_code=r.error_code, error_message=r.error_message, entity=_entity(r.entity.items()))
+        for r in plan.results
+    ]
+    return ctx.response(throttle_time_ms=0, entries=entries)

@@ -1,0 +1,33 @@
+"""DescribeClientQuotas (48): the configured entities matching a filter (KIP-546)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeClientQuotasResponse
+
+from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
+from broker.context import RequestContext
+from quotas.validation import QuotaError, parse_filter
+
+API_KEY = 48
+Entry = DescribeClientQuotasResponse.EntryData
+Entity = Entry.EntityData
+Value = Entry.ValueData
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    if not ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE_CONFIGS):
+        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None)
+    try:
+        quota_filter = parse_filter(((c.entity_type, c.match_type, c.match) for c in request.components), request.strict)
+    except QuotaError as exc:
+        return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message, entries=None)
+    entries = [
+        Entry(
+            entity=[Entity(entity_type=t, entity_name=n) for t, n in entity.items()],
+            values=[Value(key=key, value=value) for key, value in values.items()],
+        )
+        for entity, values in ctx.broker.quotas.store.describe(quota_filter)
+    ]
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)

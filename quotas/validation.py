@@ -1,0 +1,151 @@
+"""Validation of AlterClientQuotas entries and DescribeClientQuotas filters, with Apache
+Kafka's error codes and messages (ClientQuotaControlManager, ClientQuotasImage)."""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
+
+INVALID_REQUEST = 42
+UNSUPPORTED_VERSION = 35
+
+PRODUCER_BYTE_RATE = "producer_byte_rate"
+CONSUMER_BYTE_RATE = "consumer_byte_rate"
+REQUEST_PERCENTAGE = "request_percentage"
+CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
+CONNECTION_CREATION_RATE = "connection_creation_rate"
+
+# Key -> Kafka ConfigDef type, per entity family (QuotaConfig.userClientConfigs / ipConfigs).
+USER_CLIENT_KEYS = {
+    PRODUCER_BYTE_RATE: "LONG",
+    CONSUMER_BYTE_RATE: "LONG",
+    REQUEST_PERCENTAGE: "DOUBLE",
+    CONTROLLER_MUTATION_RATE: "DOUBLE",
+}
+IP_KEYS = {CONNECTION_CREATION_RATE: "INT"}
+_LIMITS = {"INT": (float(2**31 - 1), "an INT"), "LONG": (float(2**63 - 1), "a LONG")}
+
+MATCH_EXACT = 0
+MATCH_DEFAULT = 1
+MATCH_SPECIFIED = 2
+
+
+class QuotaError(Exception):
+    """A refusal with the Kafka error code and message the client receives."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def is_ip_literal(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def validate_entity(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
+    """Kafka's validateEntity: known types, each once, no empty names."""
+    seen: dict[str, str | None] = {}
+    for entity_type, name in pairs:
+        if entity_type in seen:
+            raise QuotaError(INVALID_REQUEST, f"Invalid empty client quota entity, duplicate entity entry {entity_type}")
+        if entity_type not in ENTITY_TYPES:
+            raise QuotaError(INVALID_REQUEST, f"Unhandled client quota entity type: {entity_type}")
+        if name is not None and name == "":
+            raise QuotaError(INVALID_REQUEST, f"Empty {entity_type} not supported")
+        seen[entity_type] = name
+    if not seen:
+        raise QuotaError(INVALID_REQUEST, "Invalid empty client quota entity")
+    return QuotaEntity(seen)
+
+
+def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_ip_literal) -> dict[str, str]:
+    """Kafka's configKeysForEntityType: the keys (and their types) this entity may carry."""
+    if IP in entity:
+        if USER in entity or CLIENT_ID in entity:
+            raise QuotaError(
+                INVALID_REQUEST, "Invalid quota entity combination, IP entity should not be combined with User or ClientId"
+            )
+        name = entity[IP]
+        if name is not None and not is_valid_host(name):
+            raise QuotaError(INVALID_REQUEST, f"{name} is not a valid IP or resolvable host.")
+        return IP_KEYS
+    return USER_CLIENT_KEYS
+
+
+def validate_value(keys: dict[str, str], key: str, value: float) -> None:
+    """Kafka's validateQuotaKeyValue (NaN passes, as it does there: no comparison is true)."""
+    key_type = keys.get(key)
+    if key_type is None:
+        raise QuotaError(INVALID_REQUEST, f"Invalid configuration key {key}")
+    if value <= 0.0:
+        raise QuotaError(INVALID_REQUEST, f"Quota {key} must be greater than 0")
+    if key_type == "DOUBLE":
+        return
+    limit, type_name = _LIMITS[key_type]
+    if value > limit:
+        raise QuotaError(INVALID_REQUEST, f"Proposed value for {key} is too large for {type_name}.")
+    if abs(math.fmod(value, 1.0)) > 1e-6:
+        raise QuotaError(INVALID_REQUEST, f"{key} cannot be a fractional value.")
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaFilter:
+    """A parsed DescribeClientQuotas filter: exact names (None = default) and type-only matches."""
+
+    exact: dict[str, str | None]
+    specified: frozenset[str]
+    strict: bool
+
+    def matches(self, entity: QuotaEntity) -> bool:
+        if self.strict and len(entity) != len(self.exact) + len(self.specified):
+            return False
+        for entity_type, name in self.exact.items():
+            if entity_type not in entity or entity[entity_type] != name:
+                return False
+        return all(entity_type in entity for entity_type in self.specified)
+
+
+def parse_filter(components: Iterable[tuple[str, int, str | None]], strict: bool) -> QuotaFilter:
+    """Kafka's ClientQuotasImage.describe checks, in its order, with its messages."""
+    exact: dict[str, str | None] = {}
+    specified: set[str] = set()
+    for entity_type, match_type, match in components:
+        if not entity_type:
+            raise QuotaError(INVALID_REQUEST, "Invalid empty entity type.")
+        if entity_type in exact or entity_type in specified:
+            raise QuotaError(INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter.")
+        if entity_type not in ENTITY_TYPES:
+            raise QuotaError(UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
+        if match_type == MATCH_EXACT:
+            if match is None:
+                raise QuotaError(INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+            exact[entity_type] = match
+        elif match_type == MATCH_DEFAULT:
+            if match is not None:
+                raise QuotaError(INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+            exact[entity_type] = None
+        elif match_type == MATCH_SPECIFIED:
+            if match is not None:
+                raise QuotaError(
+                    INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+                )
+            specified.add(entity_type)
+        else:
+            raise QuotaError(INVALID_REQUEST, f"Unknown match type {match_type}")
+    types = set(exact) | specified
+    if IP in types and (USER in types or CLIENT_ID in types):
+        raise QuotaError(
+            INVALID_REQUEST,
+            "Invalid entity filter component combination. IP filter component should not be used with "
+            "user or clientId filter component.",
+        )
+    return QuotaFilter(exact, frozenset(specified), strict)
