@@ -74,7 +74,8 @@ def test_api_versions_v0_by_hand(sync_cluster: MockCluster) -> None:
     assert apis[0] == (3, 13)  # Produce: Apache Kafka 4.x's range
     assert apis[1] == (4, 18)
     assert apis[18] == (0, 4)
-    assert 48 not in apis  # only what is implemented is advertised
+    assert apis[48] == apis[49] == (0, 1)  # client quota administration (KIP-546)
+    assert 50 not in apis and 26 not in apis  # only what is implemented is advertised
 
 
 def test_api_versions_unsupported_version_answered_in_v0(sync_cluster: MockCluster) -> None:
