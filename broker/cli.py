@@ -43,6 +43,10 @@ def build_config(args: argparse.Namespace) -> dict[str, str]:
 
 
 async def serve(cluster: MockCluster) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before the start line: a signal right after it must count
+        loop.add_signal_handler(sig, stop.set)
     await cluster.start()
     log.info(
         "%s",
@@ -52,10 +56,6 @@ async def serve(cluster: MockCluster) -> None:
             for broker in cluster.brokers
         ),
     )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("shutting down: finishing in-flight requests")
     await cluster.stop()

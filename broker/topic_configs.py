@@ -68,3 +68,38 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
         _c("unclean.leader.election.enable", "false", "boolean", "unclean.leader.election.enable", "unclean elections"),
     )
 }
+
+_CHOICES = {
+    "cleanup.policy": {"delete", "compact"},
+    "compression.type": {"uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"},
+    "message.timestamp.type": {"CreateTime", "LogAppendTime"},
+}
+_INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
+
+
+def invalid_value_reason(name: str, value: str) -> str | None:
+    """Why `value` is not acceptable for topic config `name` (Kafka's message), or None."""
+    config = TOPIC_CONFIGS[name]
+    prefix = f"Invalid value {value} for configuration {name}"
+    if config.type in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[config.type]
+        try:
+            number = int(value.strip())
+        except ValueError:
+            return f"{prefix}: Not a number of type {config.type.upper()}"
+        if not low <= number <= high:
+            return f"{prefix}: Not a number of type {config.type.upper()}"
+    elif config.type == "double":
+        try:
+            float(value.strip())
+        except ValueError:
+            return f"{prefix}: Not a number of type DOUBLE"
+    elif config.type == "boolean" and value.strip().lower() not in ("true", "false"):
+        return f"{prefix}: Expected value to be either true or false"
+    choices = _CHOICES.get(name)
+    if choices is not None:
+        items = [item.strip() for item in value.split(",")] if config.type == "list" else [value.strip()]
+        bad = [item for item in items if item not in choices]
+        if bad:
+            return f"{prefix}: String must be one of: {', '.join(sorted(choices))}"
+    return None

@@ -276,9 +276,6 @@ def test_produce_to_follower_is_not_leader_or_follower(sync_cluster3: MockCluste
     assert [p.log.log_end_offset for p in topic.partitions] == [1, 1, 1]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="broker bug: Produce v10+ omits NodeEndpoints for NOT_LEADER_OR_FOLLOWER"
-)
 def test_produce_to_follower_names_leader_endpoint(sync_cluster3: MockCluster) -> None:
     # Kafka (KafkaApis.handleProduceRequest, KIP-951) returns the endpoints of the leaders
     # named in current_leader in the response's NodeEndpoints tagged field.
@@ -342,9 +339,6 @@ def test_batch_above_message_max_bytes_is_message_too_large() -> None:
             assert list_offset(wire, "big", LATEST).offset == 1
 
 
-@pytest.mark.xfail(
-    strict=True, reason="broker bug: produce checks message.max.bytes, not the topic's max.message.bytes"
-)
 def test_topic_max_message_bytes_is_enforced(cluster: MockCluster) -> None:
     # Kafka's UnifiedLog.analyzeAndValidateRecords checks the topic's LogConfig.maxMessageSize.
     cluster.create_topic("small", config={"max.message.bytes": "200"})
@@ -390,7 +384,7 @@ def fetch_via_new_connection(cluster: MockCluster, topic: str, offset: int) -> b
     return bytes(result.records or b"")
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: a failed acks=0 produce does not close the connection")
+
 def test_failed_acks_0_produce_closes_connection(cluster: MockCluster) -> None:
     # Kafka (KafkaApis.handleProduceRequest) closes the connection when an acks=0 produce
     # has any partition error, so that the producer notices and refreshes its metadata.
@@ -425,9 +419,6 @@ def test_fetch_with_unknown_session_id(cluster: MockCluster) -> None:
     assert response.responses == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="broker bug: a full fetch (epoch -1/0) naming a session id gets error 70"
-)
 def test_full_fetch_naming_a_session_id_is_served(cluster: MockCluster) -> None:
     # Kafka's FetchManager.newContext: epoch 0 (INITIAL) or -1 (FINAL) is a full fetch;
     # the named session is closed and the fetch served. FETCH_SESSION_ID_NOT_FOUND is
@@ -621,7 +612,7 @@ def test_create_topics_validate_only_through_confluent_admin(cluster: MockCluste
     assert "dry" not in admin.list_topics(timeout=5).topics
 
 
-@pytest.mark.xfail(strict=True, reason="broker bug: an unparsable retention.bytes crashes CreateTopics")
+
 def test_create_topics_invalid_config_value(cluster: MockCluster) -> None:
     # Kafka validates config values (LogConfig.validate) and answers INVALID_CONFIG;
     # here int() raises in ClusterState._add_partitions and the connection is closed.

@@ -9,7 +9,7 @@ from kafka.protocol.admin import CreateTopicsResponse
 
 from broker.cluster import ClusterError
 from broker.context import RequestContext
-from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS
+from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, invalid_value_reason
 
 API_KEY = 19
 INVALID_CONFIG = 40
@@ -20,10 +20,13 @@ ConfigResult = Result.CreatableTopicConfigs
 
 
 def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
-    configs = {c.name: c.value for c in wanted.configs}
-    unknown = [name for name in configs if name not in TOPIC_CONFIGS]
-    if unknown:
-        raise ClusterError(INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+    configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+    for name, value in configs.items():
+        if name not in TOPIC_CONFIGS:
+            raise ClusterError(INVALID_CONFIG, f"Unknown topic config name: {name}")
+        reason = invalid_value_reason(name, value)
+        if reason is not None:
+            raise ClusterError(INVALID_CONFIG, reason)
     partitions, replication = wanted.num_partitions, wanted.replication_factor
     if wanted.assignments:
         if partitions != -1 or replication != -1:
@@ -70,7 +73,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             except ClusterError as exc:
                 fields.update(error_code=exc.code, error_message=exc.message)
             else:
-                configs = {c.name: c.value for c in wanted.configs}
+                configs = {c.name: c.value for c in wanted.configs if c.value is not None}
                 if topic is not None:
                     fields.update(
                         topic_id=topic.topic_id,

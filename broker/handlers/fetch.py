@@ -107,7 +107,9 @@ async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partiti
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.api_version >= 7 and request.session_id != 0:
+    if ctx.api_version >= 7 and request.session_id != 0 and request.session_epoch > 0:
+        # An incremental fetch of a session we never created. Epoch 0 or -1 asks for a
+        # full fetch (closing that session), which is served below.
         return _respond(ctx, [], FETCH_SESSION_ID_NOT_FOUND)
     results, ready, partitions = _collect(ctx, request)
     if ready or request.max_wait_ms <= 0 or not partitions:

@@ -6,6 +6,7 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceResponse
 
+from broker.cluster import Topic
 from broker.context import RequestContext
 from broker.handlers.common import NONE, NOT_LEADER_OR_FOLLOWER, find_topic, led_partition
 from broker.log import SequenceError
@@ -19,9 +20,10 @@ INVALID_RECORD = 87
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = TopicResult.PartitionProduceResponse
 LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch
+NodeEndpoint = ProduceResponse.NodeEndpoint
 
 
-def _append(ctx: RequestContext, partition: Any, records: bytes | None) -> tuple[int, int, str | None]:
+def _append(partition: Any, records: bytes | None, max_batch_bytes: int) -> tuple[int, int, str | None]:
     """(error code, base offset, error message) for one partition's records."""
     if records is None:
         return INVALID_RECORD, -1, "records are null"
@@ -29,22 +31,32 @@ def _append(ctx: RequestContext, partition: Any, records: bytes | None) -> tuple
         batches = split_batches(records)
     except InvalidRecords as exc:
         return (CORRUPT_MESSAGE if exc.corrupt else INVALID_RECORD), -1, str(exc)
-    limit = ctx.config.get_int("message.max.bytes")
     for batch in batches:
-        if batch.size > limit:
-            return MESSAGE_TOO_LARGE, -1, f"batch of {batch.size} bytes exceeds message.max.bytes={limit}"
+        if batch.size > max_batch_bytes:
+            return MESSAGE_TOO_LARGE, -1, f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}"
     try:
         return NONE, partition.log.append(batches), None
     except SequenceError as exc:
         return exc.code, -1, str(exc)
 
 
+def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
+    """The topic's max.message.bytes, else the broker's message.max.bytes (as Kafka)."""
+    override = topic.configs.get("max.message.bytes") if topic is not None else None
+    return int(override) if override is not None else ctx.config.get_int("message.max.bytes")
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     uses_ids = ctx.api_version >= 13
     responses = []
+    failed = False
+    leaders: set[int] = set()  # brokers named in current_leader (KIP-951 node endpoints)
     for topic_data in request.topic_data:
-        topic, topic_error = find_topic(ctx, None if uses_ids else topic_data.name, topic_data.topic_id if uses_ids else None)
+        topic, topic_error = find_topic(
+            ctx, None if uses_ids else topic_data.name, topic_data.topic_id if uses_ids else None
+        )
+        max_batch_bytes = _max_batch_bytes(ctx, topic)
         results = []
         for data in topic_data.partition_data:
             error, base_offset, message = topic_error, -1, None
@@ -54,23 +66,42 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             elif topic is not None:
                 partition, error = led_partition(ctx, topic, data.index)
             if partition is not None:
-                error, base_offset, message = _append(ctx, partition, data.records)
+                error, base_offset, message = _append(partition, data.records, max_batch_bytes)
+            failed = failed or error != NONE
             extra = {}
             if error == NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
                 extra["current_leader"] = LeaderIdAndEpoch(leader_id=leader.leader, leader_epoch=leader.leader_epoch)
-            result = PartitionResult(
-                index=data.index,
-                error_code=error,
-                base_offset=base_offset,
-                log_append_time_ms=-1,
-                log_start_offset=partition.log.log_start_offset if partition is not None else -1,
-                record_errors=[],
-                error_message=message,
-                **extra,
+                leaders.add(leader.leader)
+            results.append(
+                PartitionResult(
+                    index=data.index,
+                    error_code=error,
+                    base_offset=base_offset,
+                    log_append_time_ms=-1,
+                    log_start_offset=partition.log.log_start_offset if partition is not None else -1,
+                    record_errors=[],
+                    error_message=message,
+                    **extra,
+                )
             )
-            results.append(result)
         responses.append(TopicResult(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results))
     if acks == 0:
+        if failed:
+            # Kafka closes the connection so that the producer notices and refreshes metadata.
+            ctx.connection.close()
         return None
-    return ctx.response(responses=responses, throttle_time_ms=0)
+    extra_fields = {}
+    if leaders:
+        extra_fields["node_endpoints"] = _endpoints(ctx, leaders)
+    return ctx.response(responses=responses, throttle_time_ms=0, **extra_fields)
+
+
+def _endpoints(ctx: RequestContext, node_ids: set[int]) -> list[Any]:
+    endpoints = []
+    for node_id in sorted(node_ids):
+        node = ctx.cluster.brokers.get(node_id)
+        if node is not None:
+            host, port = node.endpoint(ctx.connection.listener)
+            endpoints.append(NodeEndpoint(node_id=node_id, host=host, port=port, rack=node.rack))
+    return endpoints
