@@ -1,0 +1,1 @@
+"""Command-line tools that talk to this broker (or a real Kafka) over the wire protocol."""
