@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from broker.cluster import ClusterState
+from protocol.java import java_string_hash
 
 log = logging.getLogger("broker.groups")
 
@@ -70,15 +71,6 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 
 Protocols = list[tuple[str, bytes]]
 R = TypeVar("R")
-
-
-def java_string_hash(value: str) -> int:
-    """Java's String.hashCode(): 31-polynomial over UTF-16 code units, as a signed int32."""
-    h = 0
-    data = value.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def kafka_abs(value: int) -> int:

@@ -50,10 +50,53 @@ def decode_header(frame: memoryview, flexible: bool) -> tuple[Any, int]:
 
 
 def decode_body(api_key: int, api_version: int, body: memoryview) -> Any:
+    cls = request_class(api_key)
     try:
-        return request_class(api_key).decode(body, version=api_version)
+        request = cls.decode(body, version=api_version)
     except Exception as exc:
-        raise MalformedRequest(f"undecodable {request_class(api_key).name} v{api_version}: {exc!r}") from exc
+        raise MalformedRequest(f"undecodable {cls.name} v{api_version}: {exc!r}") from exc
+    _check_nulls(request, _null_plan(api_key, api_version), cls.name)
+    return request
+
+
+# (field name, nullable, is array, checks for the elements/struct) for the fields that
+# need a look: kafka-python's decoder accepts a null length for any string or array,
+# where Kafka's generated readers refuse it and the connection is closed.
+NullPlan = list[tuple[str, bool, bool, "NullPlan"]]
+_NULL_PLANS: dict[tuple[int, int], NullPlan] = {}
+_NULLABLE_TYPES = ("string", "bytes", "records")
+
+
+def _null_plan(api_key: int, version: int) -> NullPlan:
+    plan = _NULL_PLANS.get((api_key, version))
+    if plan is None:
+        plan = _NULL_PLANS[(api_key, version)] = _plan_struct(request_class(api_key)._struct, version)
+    return plan
+
+
+def _plan_struct(struct: Any, version: int) -> NullPlan:
+    plan: NullPlan = []
+    for field in struct.fields.values():
+        if not field.for_version_q(version) or field.tagged_field_q(version):
+            continue
+        nullable = field.nullable_for_version_q(version)
+        if field.is_struct() or field.is_struct_array():
+            plan.append((field.name, nullable, field.is_struct_array(), _plan_struct(field, version)))
+        elif (field.is_array() or field.type_str in _NULLABLE_TYPES) and not nullable:
+            plan.append((field.name, False, False, []))
+    return plan
+
+
+def _check_nulls(value: Any, plan: NullPlan, where: str) -> None:
+    for name, nullable, is_array, inner in plan:
+        field_value = getattr(value, name)
+        if field_value is None:
+            if not nullable:
+                raise MalformedRequest(f"non-nullable field {where}.{name} was serialized as null")
+            continue
+        if inner:
+            for item in field_value if is_array else (field_value,):
+                _check_nulls(item, inner, f"{where}.{name}")
 
 
 _HEADER_V0 = struct.Struct(">ii")  # size, correlation id

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from protocol.java import hashmap_order
+
 USER = "user"
 CLIENT_ID = "client-id"
 IP = "ip"
@@ -51,9 +53,15 @@ class QuotaEntity(Mapping[str, str | None]):
     def __repr__(self) -> str:
         return f"QuotaEntity({dict(self._items)!r})"
 
+    def kafka_items(self) -> list[tuple[str, str | None]]:
+        """The components in the order Kafka iterates them (a java.util.HashMap: client-id
+        before user), which shows in its messages and in the entities of its responses."""
+        return [(entity_type, self[entity_type]) for entity_type in hashmap_order(self)]
+
     def __str__(self) -> str:
-        """Kafka's ClientQuotaEntity rendering, used in its error messages."""
-        return "ClientQuotaEntity(entries={" + ", ".join(f"{t}={n}" for t, n in self._items) + "})"
+        """Kafka's ClientQuotaEntity.toString, used in its error messages."""
+        entries = ", ".join(f"{t}={'null' if n is None else n}" for t, n in self.kafka_items())
+        return "ClientQuotaEntity(entries={" + entries + "})"
 
     def display(self) -> str:
         """How kafka-client-quotas prints an entity: {user=alice, client-id=<default>}."""

@@ -99,7 +99,7 @@ class QuotaStore:
     def _plan_entity(
         self, entity: QuotaEntity, ops: dict[str, float | None], is_valid_host: Callable[[str], bool]
     ) -> list[Change]:
-        validate_entity(entity.items())
+        validate_entity(entity)
         keys = allowed_keys(entity, is_valid_host)
         current = self.configs.get(entity, {})
         changes: list[Change] = []

@@ -291,7 +291,7 @@ def test_alter_refused(sync_cluster: MockCluster, run: Run) -> None:
     code, _, err = run("--alter", "--names", "ip=10.0.0.1", "--add", "producer_byte_rate=10")
     assert code == 1 and "INVALID_REQUEST: Invalid configuration key producer_byte_rate" in err
     code, _, err = run("--alter", "--names", "user=alice,ip=10.0.0.1", "--add", "connection_creation_rate=10")
-    assert code == 1 and "IP entity should not be combined with User or ClientId" in err
+    assert code == 1 and "IP entity shouldnot be combined with User or ClientId" in err
     # The same key set and removed in one entry is a duplicate for Kafka.
     code, _, err = run(
         "--alter", "--names", "user=alice", "--add", "consumer_byte_rate=5", "--delete", "consumer_byte_rate"

@@ -39,7 +39,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     ]
     plan = await ctx.broker.quotas.alter_entries(alterations, bool(request.validate_only))
     entries = [
-        Entry(error_code=r.error_code, error_message=r.error_message, entity=_entity(r.entity.items()))
+        Entry(error_code=r.error_code, error_message=r.error_message, entity=_entity(r.entity.kafka_items()))
         for r in plan.results
     ]
     return ctx.response(throttle_time_ms=0, entries=entries)

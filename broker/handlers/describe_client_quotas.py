@@ -25,7 +25,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message, entries=None)
     entries = [
         Entry(
-            entity=[Entity(entity_type=t, entity_name=n) for t, n in entity.items()],
+            entity=[Entity(entity_type=t, entity_name=n) for t, n in entity.kafka_items()],
             values=[Value(key=key, value=value) for key, value in values.items()],
         )
         for entity, values in ctx.broker.quotas.store.describe(quota_filter)
