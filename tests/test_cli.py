@@ -26,6 +26,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer import FetchRequest, FetchResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
+from tests.wire import recv_exactly
+
 REPO = Path(__file__).resolve().parent.parent
 LISTENING = re.compile(r"broker (-?\d+) listening on ([^;]+)")
 ENDPOINT = re.compile(r"^([A-Za-z0-9_]+)://(.+):(\d+)$")
@@ -159,16 +161,6 @@ def free_port_range(count: int) -> int:
 
 
 # -- raw requests -----------------------------------------------------------------------
-def recv_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        data += chunk
-    return data
-
-
 def api_versions_ok(port: int, host: str = "127.0.0.1") -> bool:
     """An ApiVersions v0 round trip: the broker's loop is past start-up and serving."""
     with socket.create_connection((host, port), timeout=5) as sock:

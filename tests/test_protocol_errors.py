@@ -33,6 +33,7 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
 from tests.conftest import FAST
+from tests.wire import recv_exactly
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors)
 NONE = 0
@@ -81,16 +82,6 @@ ListPartition = ListTopic.ListOffsetsPartition
 def broker_address(cluster: MockCluster, index: int = 0) -> tuple[str, int]:
     endpoint = cluster.brokers[index].advertised_endpoint("PLAINTEXT")
     return endpoint.host, endpoint.port
-
-
-def recv_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        data += chunk
-    return data
 
 
 class Wire:

@@ -24,6 +24,7 @@ import pytest
 
 from broker import MockCluster
 from quotas.entity import QuotaEntity
+from tests.wire import recv_exactly
 
 # --------------------------------------------------------------------------- framing
 
@@ -31,16 +32,6 @@ from quotas.entity import QuotaEntity
 def connect(cluster: MockCluster) -> socket.socket:
     host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=5)
-
-
-def recv_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        data += chunk
-    return data
 
 
 def exchange(sock: socket.socket, request: bytes) -> bytes:

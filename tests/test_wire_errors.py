@@ -12,6 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from broker import MockCluster
+from tests.wire import read_frame
 
 
 def connect(cluster: MockCluster) -> socket.socket:
@@ -24,21 +25,6 @@ def request_frame(api_key: int, version: int, correlation_id: int, body: bytes =
     header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
-
-
-def read_frame(sock: socket.socket) -> bytes:
-    size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-    return recv_exactly(sock, size)
-
-
-def recv_exactly(sock: socket.socket, count: int) -> bytes:
-    data = b""
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise ConnectionError("closed by broker")
-        data += chunk
-    return data
 
 
 def assert_closed(sock: socket.socket) -> None:
