@@ -166,18 +166,6 @@ class ClusterState:
             return None
         return found.partitions[index]
 
-    def move_leader(self, topic: str, index: int, broker_id: int) -> None:
-        partition = self.partition(topic, index)
-        if partition is None:
-            raise ClusterError(3, f"unknown partition {topic}-{index}")
-        if broker_id not in self.brokers:
-            raise ClusterError(-1, f"unknown broker {broker_id}")
-        if broker_id not in partition.replicas:
-            partition.replicas.append(broker_id)
-        partition.leader = broker_id
-        partition.leader_epoch += 1
-        self.metadata_changed()
-
     def next_producer_id(self) -> int:
         self._next_producer_id += 1
         return self._next_producer_id
