@@ -109,7 +109,7 @@ class QuotaStore:
                     changes.append((entity, key, None))
                 continue
             validate_value(keys, key, value)
-            if current.get(key) != value or key not in current:
+            if current.get(key) != value:  # an equal value is a success that changes nothing
                 changes.append((entity, key, value))
         return changes
 
