@@ -13,12 +13,9 @@ whose response arrived (in-flight ones may or may not be there).
 from __future__ import annotations
 
 import math
-import os
-import re
 import signal
 import socket
 import struct
-import subprocess
 import sys
 import threading
 import time
@@ -31,8 +28,8 @@ from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from broker import MockCluster
+from tests.broker_process import BrokerProcess
 
-REPO = Path(__file__).resolve().parent.parent
 Key = frozenset[tuple[str, str | None]]
 AlterEntry = AlterClientQuotasRequest.EntryData
 Op = tuple[str, float, bool]
@@ -192,9 +189,6 @@ def test_no_state_dir_means_nothing_kept(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ kill -9
 
-LISTENING = re.compile(r"broker 0 listening on PLAINTEXT://([0-9.]+):(\d+)")
-
-
 def _compact(text: str) -> bytes:
     raw = text.encode()
     assert len(raw) + 1 < 0x80
@@ -242,59 +236,19 @@ def distinct_value(i: int) -> float:
     return 1.0 + i / 7.0  # a different, non-trivial bit pattern per request
 
 
-class Child:
-    def __init__(self, state_dir: Path) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "broker", "--port", "0", "--state-dir", str(state_dir)],
-            cwd=REPO,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: list[str] = []
-        self.address: tuple[str, int] | None = None
-        self._listening = threading.Event()
-        self._reader = threading.Thread(target=self._read, name="broker-stderr", daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-            match = LISTENING.search(line)
-            if match and self.address is None:
-                self.address = (match.group(1), int(match.group(2)))
-                self._listening.set()
-        self._listening.set()
-
-    def wait_listening(self, timeout: float = 15.0) -> tuple[str, int]:
-        self._listening.wait(timeout)
-        assert self.address is not None, "broker did not start:\n" + "\n".join(self.lines)
-        return self.address
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(timeout=10)
-        self._reader.join(timeout=5)
-
-
 @pytest.fixture
-def child(tmp_path: Path) -> Iterator[Child]:
-    process = Child(tmp_path / "state")
+def child(tmp_path: Path) -> Iterator[BrokerProcess]:
+    process = BrokerProcess("--port", "0", "--state-dir", str(tmp_path / "state"))
     yield process
     process.kill()
-    if process.proc.stderr is not None:
-        process.proc.stderr.close()
 
 
 KILL_AFTER = 300
 MAX_REQUESTS = 20000
 
 
-def test_acknowledged_alterations_survive_kill_9(tmp_path: Path, child: Child) -> None:
-    sock = socket.create_connection(child.wait_listening(), timeout=10)
+def test_acknowledged_alterations_survive_kill_9(tmp_path: Path, child: BrokerProcess) -> None:
+    sock = socket.create_connection(child.address(), timeout=10)
     sent = 0
     stop_sending = threading.Event()
 
@@ -360,8 +314,8 @@ def test_acknowledged_alterations_survive_kill_9(tmp_path: Path, child: Child) -
     assert stored[frozenset({("user", "shared")})] == {PBR: float(len(persisted))}
 
 
-def test_store_opens_after_kill_before_any_write(tmp_path: Path, child: Child) -> None:
-    child.wait_listening()
+def test_store_opens_after_kill_before_any_write(tmp_path: Path, child: BrokerProcess) -> None:
+    child.address()
     time.sleep(0.1)
     child.kill()
     with MockCluster(config={"state.dir": str(tmp_path / "state")}) as reopened:
