@@ -12,6 +12,7 @@ from broker.log import PartitionLog
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
+Charge = Callable[[int], None]  # takes partition mutations from a quota, raises to refuse
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
@@ -98,7 +99,10 @@ class ClusterState:
         replication_factor: int = -1,
         configs: dict[str, str] | None = None,
         validate_only: bool = False,
+        charge: Charge | None = None,
     ) -> Topic | None:
+        """`charge` is called with the partition count once the request is valid (the
+        controller mutation quota; it raises to refuse), validate_only included."""
         validate_topic_name(name)
         if name in self.topics:
             raise ClusterError(36, f"Topic '{name}' already exists.")
@@ -118,6 +122,8 @@ class ClusterState:
                 f"The target replication factor of {replication_factor} cannot be reached "
                 f"because only {len(brokers)} broker(s) are registered.",
             )
+        if charge is not None:
+            charge(num_partitions)
         if validate_only:
             return None
         topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
@@ -138,7 +144,9 @@ class ClusterState:
             replicas = [brokers[(first + r) % len(brokers)] for r in range(replication_factor)]
             topic.partitions.append(Partition(topic.name, index, replicas[0], replicas, PartitionLog(retention)))
 
-    def create_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+    def create_partitions(
+        self, name: str, total: int, validate_only: bool = False, charge: Charge | None = None
+    ) -> None:
         topic = self.topics.get(name)
         if topic is None:
             raise ClusterError(3, f"The topic '{name}' does not exist.")
@@ -147,15 +155,20 @@ class ClusterState:
             raise ClusterError(37, f"Topic currently has {current} partitions, which is higher than the requested {total}.")
         if total == current:
             raise ClusterError(37, f"Topic already has {current} partitions.")
+        if charge is not None:
+            charge(total - current)
         if validate_only:
             return
         self._add_partitions(topic, total - current, len(topic.partitions[0].replicas))
         self.metadata_changed()
 
-    def delete_topic(self, name: str) -> Topic:
-        topic = self.topics.pop(name, None)
+    def delete_topic(self, name: str, charge: Charge | None = None) -> Topic:
+        topic = self.topics.get(name)
         if topic is None:
             raise ClusterError(3, "This server does not host this topic-partition.")
+        if charge is not None:
+            charge(len(topic.partitions))
+        del self.topics[name]
         del self.topics_by_id[topic.topic_id]
         self.metadata_changed()
         return topic

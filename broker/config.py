@@ -35,6 +35,12 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "state.dir": ("", "string", "directory for state that survives restarts (quota configs); empty: in memory"),
     "quota.window.num": ("11", "int", "samples kept by quota sensors"),
     "quota.window.size.seconds": ("1", "int", "length of one quota sample"),
+    "controller.quota.window.num": ("11", "int", "samples of the controller mutation token bucket"),
+    "controller.quota.window.size.seconds": ("1", "int", "length of one controller mutation sample"),
+    "max.connections": ("2147483647", "int", "connections per broker; more wait unread until one closes"),
+    "max.connections.per.ip": ("2147483647", "int", "connections per client address; more are closed"),
+    "max.connections.per.ip.overrides": ("", "string", "per-address limits: host:count,host:count"),
+    "fetch.max.bytes": ("57671680", "int", "largest fetch response (before quota caps)"),
 }
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)

@@ -16,6 +16,7 @@ import time
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
+from broker import throttling
 from broker.context import RequestContext
 from broker.handlers import HANDLERS, api_versions
 from protocol.headers import (
@@ -26,6 +27,8 @@ from protocol.headers import (
     is_flexible,
     peek_header,
 )
+from quotas.callback import ANONYMOUS, KafkaPrincipal
+from quotas.connections import Admission
 
 if TYPE_CHECKING:
     from broker.server import BrokerServer
@@ -52,13 +55,18 @@ class Connection(asyncio.Protocol):
         self.client_id: str | None = None
         self.client_software_name = ""
         self.client_software_version = ""
-        self.principal = "User:ANONYMOUS"
+        self.principal: KafkaPrincipal = ANONYMOUS
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
         self._busy = False
         self._task: asyncio.Task[None] | None = None
         self._write_paused = False
         self._reading_paused = False
+        self._queue_full = False
+        # Muted: nothing is read or handled until the throttle time (or admission) ends.
+        self._muted = False
+        self._unmute_handle: asyncio.TimerHandle | None = None
+        self.admitted = False  # counted by the connection quotas (released on close)
         self.closed = False
         self.idle = asyncio.Event()
         self.idle.set()
@@ -70,6 +78,29 @@ class Connection(asyncio.Protocol):
         if peer:
             self.peer = (peer[0], peer[1])
         self.broker.connections.add(self)
+        self.admit()
+
+    def admit(self) -> None:
+        """Connection quotas at accept time (Kafka's ConnectionQuotas.inc): wait unread
+        for a free slot under max.connections, close after the throttle time when over
+        the ip's connection_creation_rate, close at once over max.connections.per.ip."""
+        decision = self.broker.quota_managers.connections.admit(self.peer[0], throttling.now_ms())
+        if decision.admission is Admission.ACCEPT:
+            self.admitted = True
+            if self._muted:
+                self._unmute()
+            return
+        self._muted = True
+        self._update_reading()
+        if decision.admission is Admission.WAIT:
+            self.broker.waiting_connections.append(self)
+        elif decision.admission is Admission.THROTTLE:
+            log.info("closing %s after %d ms: over its connection creation rate", self.describe(), decision.throttle_ms)
+            self._unmute_handle = asyncio.get_running_loop().call_later(decision.throttle_ms / 1000, self.close)
+        else:
+            self.admitted = True
+            log.info("closing %s: address has max.connections.per.ip connections", self.describe())
+            self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.close()
@@ -116,18 +147,29 @@ class Connection(asyncio.Protocol):
             del self._buffer[:pos]
         elif pos < end:
             self._buffer += view[pos:]
-        if len(self._pending) > MAX_QUEUED_REQUESTS and not self._reading_paused and self.transport:
-            self._reading_paused = True
-            self.transport.pause_reading()
         self._process()
+
+    def _update_reading(self) -> None:
+        """Reading stops while muted or while too many requests are queued undecoded."""
+        queued = len(self._pending)
+        if queued > MAX_QUEUED_REQUESTS:
+            self._queue_full = True
+        elif queued <= MAX_QUEUED_REQUESTS // 2:
+            self._queue_full = False
+        pause = self._muted or self._queue_full
+        if pause == self._reading_paused or self.transport is None or self.transport.is_closing():
+            return
+        self._reading_paused = pause
+        if pause:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
 
     # -- pipeline ------------------------------------------------------------
     def _process(self) -> None:
-        while self._pending and not self._busy and not self._write_paused and not self.closed:
+        while self._pending and not self._busy and not self._muted and not self._write_paused and not self.closed:
             self._handle_frame(self._pending.popleft())
-        if self._reading_paused and len(self._pending) <= MAX_QUEUED_REQUESTS // 2 and self.transport:
-            self._reading_paused = False
-            self.transport.resume_reading()
+        self._update_reading()
         if not self._busy and not self._pending:
             self.idle.set()
 
@@ -153,7 +195,15 @@ class Connection(asyncio.Protocol):
             return
         self.client_id = header.client_id
         ctx = RequestContext(
-            self.broker, self, api_key, api_version, correlation_id, header.client_id, len(frame), received_ns
+            self.broker,
+            self,
+            api_key,
+            api_version,
+            correlation_id,
+            header.client_id,
+            len(frame),
+            received_ns,
+            resumed_ns=received_ns,
         )
         try:
             result = spec.handler(ctx, request)
@@ -162,11 +212,12 @@ class Connection(asyncio.Protocol):
             self.close()
             return
         if inspect.iscoroutine(result):
+            ctx.handler_ns, ctx.resumed_ns = time.monotonic_ns() - received_ns, None
             self._busy = True
             self.idle.clear()
             self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
-        elif result is not None:
-            self._send(result, api_key, api_version, correlation_id)
+        else:
+            self._respond(ctx, result)
 
     async def _finish(self, ctx: RequestContext, pending: Any) -> None:
         try:
@@ -178,15 +229,52 @@ class Connection(asyncio.Protocol):
         finally:
             self._busy = False
             self._task = None
-        if response is not None:
-            self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id)
+        self._respond(ctx, response)
         self._process()
 
-    def _send(self, response: Any, api_key: int, api_version: int, correlation_id: int) -> None:
+    def _respond(self, ctx: RequestContext, response: Any) -> None:
+        """Quotas, then the response at once with its throttle time, then the mute
+        (KIP-219: whatever the version, the throttle is served by not reading)."""
+        if self.closed:
+            return
+        throttling.finish_request(ctx)
+        if response is not None:
+            sent_ns = time.monotonic_ns()
+            if ctx.throttle_ms:
+                response.throttle_time_ms = ctx.throttle_ms
+            body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
+            self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+            throttling.record_encoding(ctx, time.monotonic_ns() - sent_ns)
+        if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
+            manager, sensors = ctx.throttled_by
+            manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())
+            self._mute(ctx.throttle_ms)
+
+    def _send(
+        self, response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
+    ) -> None:
         if self.transport is not None and not self.closed:
-            self.transport.writelines(encode_response(response, api_key, api_version, correlation_id))
+            self.transport.writelines(encode_response(response, api_key, api_version, correlation_id, body))
+
+    def _mute(self, throttle_ms: int) -> None:
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
+        self._muted = True
+        self._update_reading()
+        self._unmute_handle = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+
+    def _unmute(self) -> None:
+        self._unmute_handle = None
+        self._muted = False
+        if not self.closed:
+            self._process()
 
     def close(self) -> None:
+        if self._unmute_handle is not None:
+            self._unmute_handle.cancel()
+            self._unmute_handle = None
+        if not self.closed:
+            self.broker.connection_closed(self)
         self.closed = True
         self._pending.clear()
         if self._task is not None:

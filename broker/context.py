@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from broker.connection import Connection
     from broker.groups import GroupCoordinator
     from broker.server import BrokerServer
+    from quotas.manager import ClientQuotaManager, ClientSensors
 
 
 @dataclass(slots=True)
@@ -25,6 +27,17 @@ class RequestContext:
     client_id: str | None
     request_bytes: int
     received_ns: int
+    # Thread time for the request quota: `handler_ns` done, plus the time since
+    # `resumed_ns` while the handler runs (None while it waits, e.g. a long poll).
+    resumed_ns: int | None = None
+    handler_ns: int = 0
+    # Set by broker/throttling.py: the throttle time the response carries, and the
+    # manager and sensors that mute the connection for it.
+    throttle_ms: int = 0
+    throttled_by: tuple[ClientQuotaManager, ClientSensors] | None = None
+    quota_recorded: bool = False
+    request_sensors: ClientSensors | None = None
+    encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
 
     @property
     def cluster(self) -> ClusterState:
@@ -41,6 +54,11 @@ class RequestContext:
     @property
     def node_id(self) -> int:
         return self.broker.node_id
+
+    def thread_ns(self) -> int:
+        if self.resumed_ns is None:
+            return self.handler_ns
+        return self.handler_ns + time.monotonic_ns() - self.resumed_ns
 
     def response(self, **fields: Any) -> Any:
         """A response of this request's API and version; unset fields take schema defaults."""

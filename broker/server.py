@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.cluster import BrokerNode, ClusterState
 from broker.config import Endpoint
 from broker.connection import Connection
+from broker.throttling import build_quota_managers, now_ms
+from quotas.sensor import Metric
 
 if TYPE_CHECKING:
     from broker.authorizer import Authorizer
@@ -39,6 +42,13 @@ class BrokerServer:
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
         self.connections: set[Connection] = set()
+        # Quotas are enforced per broker, as in Kafka: each has its own sensors.
+        self.quota_managers = build_quota_managers(cluster.config)
+        for entity, values in quotas.store.configs.items():
+            for key, value in values.items():
+                self.quota_managers.quota_changed(entity, key, value)
+        quotas.store.listeners.append(self.quota_managers)
+        self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
         # Callbacks that end long-poll waits early (fetch), called when the broker stops.
         self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
@@ -78,6 +88,23 @@ class BrokerServer:
         bound = self.bound[listener]
         host = bound.host if bound.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
         return Endpoint(listener, host, bound.port)
+
+    def connection_closed(self, connection: Connection) -> None:
+        """Frees the connection's slot and admits connections waiting for one."""
+        if connection.admitted:
+            connection.admitted = False
+            self.quota_managers.connections.release(connection.peer[0])
+        elif connection in self.waiting_connections:
+            self.waiting_connections.remove(connection)
+        connections = self.quota_managers.connections
+        while self.waiting_connections and connections.slot_available():
+            waiting = self.waiting_connections.popleft()
+            if not waiting.closed:
+                waiting.admit()
+
+    def metrics(self) -> list[Metric]:
+        """This broker's quota metrics, named and tagged as Apache Kafka's."""
+        return self.quota_managers.metrics(now_ms())
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stops accepting, lets in-flight requests finish (up to `grace` s), closes."""

@@ -104,14 +104,17 @@ _HEADER_V1 = struct.Struct(">iiB")  # size, correlation id, empty tagged fields
 API_VERSIONS = 18
 
 
-def encode_response(response: Any, api_key: int, api_version: int, correlation_id: int) -> tuple[bytes, Any]:
+def encode_response(
+    response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
+) -> tuple[bytes, Any]:
     """(size + response header, body) to write back to back.
 
     The body comes from kafka-python's compiled encoder; the header is two fixed fields,
     framed here so that a large body (fetch) is never copied again to prepend it.
     ApiVersions responses always use header v0 (KIP-511).
     """
-    body = response.encode(version=api_version)
+    if body is None:  # else: encoded already (a fetch measured against its quota)
+        body = response.encode(version=api_version)
     if api_key != API_VERSIONS and is_flexible(api_key, api_version):
         return _HEADER_V1.pack(len(body) + 5, correlation_id, 0), body
     return _HEADER_V0.pack(len(body) + 4, correlation_id), body

@@ -160,6 +160,10 @@ class QuotaIndex:
             if slot in index.values
         ]
 
+    def has_key(self, key: str) -> bool:
+        index = self._keys.get(key)
+        return index is not None and bool(index.values)
+
     def keys(self) -> list[str]:
         return [key for key, index in self._keys.items() if index.values]
 

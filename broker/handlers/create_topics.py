@@ -1,4 +1,7 @@
-"""CreateTopics (19): validated like Kafka's controller, including validate_only."""
+"""CreateTopics (19): validated like Kafka's controller, including validate_only.
+
+Each valid topic's partitions are charged to the controller mutation quota; from v6 a
+topic that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89)."""
 
 from __future__ import annotations
 
@@ -7,11 +10,15 @@ from typing import Any
 
 from kafka.protocol.admin import CreateTopicsResponse
 
-from broker.cluster import ClusterError
+from broker import throttling
+from broker.cluster import Charge, ClusterError
 from broker.context import RequestContext
 from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, invalid_value_reason
+from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 19
+STRICT_SINCE_VERSION = 6
+THROTTLING_QUOTA_EXCEEDED = 89
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
 INVALID_REPLICA_ASSIGNMENT = 39
@@ -19,7 +26,7 @@ Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = Result.CreatableTopicConfigs
 
 
-def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
+def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charge) -> Any:
     configs = {c.name: c.value for c in wanted.configs if c.value is not None}
     for name, value in configs.items():
         if name not in TOPIC_CONFIGS:
@@ -39,7 +46,7 @@ def _create(ctx: RequestContext, wanted: Any, validate_only: bool) -> Any:
             missing = [b for b in assignment.broker_ids if b not in ctx.cluster.brokers]
             if missing or len(assignment.broker_ids) != replication:
                 raise ClusterError(INVALID_REPLICA_ASSIGNMENT, f"Invalid replica assignment {assignment.broker_ids}")
-    topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only)
+    topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only, charge)
     if topic is not None and wanted.assignments:
         for partition, assignment in zip(topic.partitions, wanted.assignments, strict=True):
             partition.replicas = list(assignment.broker_ids)
@@ -61,6 +68,8 @@ def _config_results(configs: dict[str, str]) -> list[Any]:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    quota = throttling.mutation_quota(ctx, strict=ctx.api_version >= STRICT_SINCE_VERSION)
+    charge = throttling.charge_to(quota)
     counts = Counter(t.name for t in request.topics)
     results = []
     for wanted in request.topics:
@@ -69,9 +78,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             fields.update(error_code=INVALID_REQUEST, error_message=f"Duplicate topic name: {wanted.name}")
         else:
             try:
-                topic = _create(ctx, wanted, bool(request.validate_only))
+                topic = _create(ctx, wanted, bool(request.validate_only), charge)
             except ClusterError as exc:
                 fields.update(error_code=exc.code, error_message=exc.message)
+            except ThrottlingQuotaExceeded:
+                fields.update(error_code=THROTTLING_QUOTA_EXCEEDED)
             else:
                 configs = {c.name: c.value for c in wanted.configs if c.value is not None}
                 if topic is not None:
@@ -91,4 +102,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if fields["error_code"]:
             fields.update(num_partitions=-1, replication_factor=-1, configs=None)
         results.append(Result(**fields))
+    throttling.finish_mutations(ctx, quota)
     return ctx.response(throttle_time_ms=0, topics=results)

@@ -1,4 +1,7 @@
-"""DeleteTopics (20): by name, or by topic id from v6."""
+"""DeleteTopics (20): by name, or by topic id from v6.
+
+Each topic's partitions are charged to the controller mutation quota; from v5 a topic
+that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89) and is kept."""
 
 from __future__ import annotations
 
@@ -6,16 +9,21 @@ from typing import Any
 
 from kafka.protocol.admin import DeleteTopicsResponse
 
+from broker import throttling
+from broker.cluster import Charge
 from broker.context import RequestContext
+from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 20
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
+THROTTLING_QUOTA_EXCEEDED = 89
+STRICT_SINCE_VERSION = 5
 Result = DeleteTopicsResponse.DeletableTopicResult
 
 
-def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
+def _delete(ctx: RequestContext, name: str | None, topic_id: Any, charge: Charge) -> Any:
     cluster = ctx.cluster
     if name is not None and topic_id is not None:
         return Result(name=name, topic_id=topic_id, error_code=INVALID_REQUEST, error_message="Both name and id set")
@@ -32,13 +40,19 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any) -> Any:
             error_code=UNKNOWN_TOPIC_OR_PARTITION,
             error_message="This server does not host this topic-partition.",
         )
-    cluster.delete_topic(name)
+    try:
+        cluster.delete_topic(name, charge)
+    except ThrottlingQuotaExceeded:
+        return Result(name=name, topic_id=topic.topic_id, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=None)
     return Result(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    quota = throttling.mutation_quota(ctx, strict=ctx.api_version >= STRICT_SINCE_VERSION)
+    charge = throttling.charge_to(quota)
     if ctx.api_version >= 6:
-        results = [_delete(ctx, t.name, t.topic_id) for t in request.topics]
+        results = [_delete(ctx, t.name, t.topic_id, charge) for t in request.topics]
     else:
-        results = [_delete(ctx, name, None) for name in request.topic_names]
+        results = [_delete(ctx, name, None, charge) for name in request.topic_names]
+    throttling.finish_mutations(ctx, quota)
     return ctx.response(throttle_time_ms=0, responses=results)

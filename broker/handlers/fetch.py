@@ -2,15 +2,21 @@
 
 Fetch sessions (KIP-227) are declined the way a broker with a full session cache
 declines them: session id 0 in every response, so clients keep sending full fetches.
+
+Under consumer_byte_rate a fetch asks for at most quota x (samples - 1) windows of
+bytes, the response's size is recorded, and a throttled client gets an empty response
+(error NONE, no partitions) with the bytes taken back, as Kafka's KafkaApis does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from kafka.protocol.consumer import FetchResponse
 
+from broker import throttling
 from broker.cluster import Partition
 from broker.context import RequestContext
 from broker.handlers.common import NONE, find_topic, led_partition
@@ -22,11 +28,11 @@ TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
 
 
-def _collect(ctx: RequestContext, request: Any) -> tuple[list[Any], bool, list[Partition]]:
+def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[Any], bool, list[Partition]]:
     """Builds the topic results; returns them, whether they are ready to send (min_bytes
     reached or an error to report, as Kafka answers errors at once) and the partitions read."""
     uses_ids = ctx.api_version >= 13
-    remaining = request.max_bytes if ctx.api_version >= 3 else 2**31 - 1
+    remaining = max_bytes
     total = 0
     has_error = False
     read: list[Partition] = []
@@ -67,14 +73,21 @@ def _collect(ctx: RequestContext, request: Any) -> tuple[list[Any], bool, list[P
                 )
             )
         results.append(TopicResult(topic=fetch_topic.topic, topic_id=fetch_topic.topic_id, partitions=partitions))
-    return results, has_error or total >= request.min_bytes, read
+    return results, has_error or total >= min(request.min_bytes, max_bytes), read
 
 
-def _respond(ctx: RequestContext, results: list[Any], error: int = NONE) -> Any:
-    return ctx.response(throttle_time_ms=0, error_code=error, session_id=0, responses=results)
+def _respond(ctx: RequestContext, results: list[Any]) -> Any:
+    response = ctx.response(throttle_time_ms=0, error_code=NONE, session_id=0, responses=results)
+    if not throttling.fetch_quota_enabled(ctx):
+        return response
+    body = response.encode(version=ctx.api_version)  # sent as is unless throttled
+    if throttling.record_fetch(ctx, 4 + len(body)):
+        return ctx.response(throttle_time_ms=ctx.throttle_ms, error_code=NONE, session_id=0, responses=[])
+    ctx.encoded = (response, body)
+    return response
 
 
-async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partition]) -> Any:
+async def _long_poll(ctx: RequestContext, request: Any, max_bytes: int, partitions: list[Partition]) -> Any:
     woken = asyncio.get_running_loop().create_future()
 
     def wake() -> None:
@@ -94,7 +107,9 @@ async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partiti
                 await asyncio.wait_for(asyncio.shield(woken), timeout)
             except TimeoutError:
                 break
-            results, ready, _ = _collect(ctx, request)
+            finally:
+                ctx.resumed_ns = time.monotonic_ns()  # handler work again, for the request quota
+            results, ready, _ = _collect(ctx, request, max_bytes)
             if ready or not ctx.broker.running:
                 return _respond(ctx, results)
             woken = asyncio.get_running_loop().create_future()
@@ -102,7 +117,7 @@ async def _long_poll(ctx: RequestContext, request: Any, partitions: list[Partiti
         for partition in partitions:
             partition.log.append_listeners.remove(wake)
         ctx.broker.stop_listeners.discard(wake)
-    results, _, _ = _collect(ctx, request)
+    results, _, _ = _collect(ctx, request, max_bytes)
     return _respond(ctx, results)
 
 
@@ -110,8 +125,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 7 and request.session_id != 0 and request.session_epoch > 0:
         # An incremental fetch of a session we never created. Epoch 0 or -1 asks for a
         # full fetch (closing that session), which is served below.
-        return _respond(ctx, [], FETCH_SESSION_ID_NOT_FOUND)
-    results, ready, partitions = _collect(ctx, request)
+        return ctx.response(throttle_time_ms=0, error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
+    max_bytes = throttling.fetch_max_bytes(ctx, request.max_bytes if ctx.api_version >= 3 else throttling.INT32_MAX)
+    results, ready, partitions = _collect(ctx, request, max_bytes)
     if ready or request.max_wait_ms <= 0 or not partitions:
         return _respond(ctx, results)
-    return _long_poll(ctx, request, partitions)
+    return _long_poll(ctx, request, max_bytes, partitions)

@@ -6,6 +6,7 @@ from typing import Any
 
 from kafka.protocol.metadata import MetadataResponse
 
+from broker import throttling
 from broker.cluster import ClusterError, Topic
 from broker.context import RequestContext
 from broker.handlers.common import LEADER_NOT_AVAILABLE, NONE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
@@ -77,8 +78,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             topic = cluster.topics.get(wanted.name)
             if topic is None and _may_auto_create(ctx, request):
+                # Auto-creation counts against the controller mutation quota but is
+                # never refused by it, and the Metadata response is not throttled for it.
+                quota = throttling.mutation_quota(ctx, strict=False)
                 try:
-                    topic = cluster.create_topic(wanted.name)
+                    topic = cluster.create_topic(wanted.name, charge=throttling.charge_to(quota))
                 except ClusterError as exc:
                     entries.append(_error_entry(exc.code if exc.code == INVALID_TOPIC_EXCEPTION else LEADER_NOT_AVAILABLE, wanted.name))
                     continue

@@ -1,4 +1,7 @@
-"""Produce (0): validates batch headers and CRCs, appends opaque batches, acks=0 is silent."""
+"""Produce (0): validates batch headers and CRCs, appends opaque batches, acks=0 is silent.
+
+After the append the whole request's size counts against producer_byte_rate, acks=0
+included (its connection is muted too, though no response is sent)."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from typing import Any
 
 from kafka.protocol.producer import ProduceResponse
 
+from broker import throttling
 from broker.cluster import Topic
 from broker.context import RequestContext
 from broker.handlers.common import NONE, NOT_LEADER_OR_FOLLOWER, find_topic, led_partition
@@ -86,6 +90,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         responses.append(TopicResult(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results))
+    throttling.record_produce(ctx, acks)
     if acks == 0:
         if failed:
             # Kafka closes the connection so that the producer notices and refreshes metadata.

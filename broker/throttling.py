@@ -1,0 +1,187 @@
+"""Where quotas are applied: what each request records, its throttle time, and which
+manager mutes the connection (the quota steps of Kafka's KafkaApis, ControllerApis and
+RequestHandlerHelper).
+
+Every handler's response goes through `finish_request` in the pipeline, which records
+the request quota unless the handler already did (produce, fetch and the controller
+mutation APIs combine it with their own quota, taking the larger throttle, as Kafka).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from broker.cluster import Charge
+from broker.config import BrokerConfig
+from quotas.callback import ClientQuotaCallback, DefaultQuotaCallback
+from quotas.connections import ConnectionQuotas
+from quotas.manager import (
+    NANOS_TO_PERCENTAGE,
+    ClientQuotaManager,
+    ClientSensors,
+    ControllerMutationQuota,
+    QuotaManagers,
+)
+from quotas.sensor import WindowConfig
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
+INT32_MAX = 2**31 - 1
+
+
+def now_ms() -> int:
+    """The quota clock: monotonic milliseconds."""
+    return time.monotonic_ns() // 1_000_000
+
+
+def _window_config(config: BrokerConfig, prefix: str) -> WindowConfig:
+    samples = config.get_int(f"{prefix}.window.num")
+    seconds = config.get_int(f"{prefix}.window.size.seconds")
+    if samples < 1 or seconds < 1:
+        raise ValueError(f"{prefix}.window.num and {prefix}.window.size.seconds must be at least 1")
+    return WindowConfig(samples, seconds * 1000)
+
+
+def _per_ip_overrides(spec: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides: "host:count,host:count"."""
+    overrides = {}
+    for item in filter(None, (part.strip() for part in spec.split(","))):
+        host, _, count = item.rpartition(":")
+        overrides[host] = int(count)
+    return overrides
+
+
+def build_quota_managers(config: BrokerConfig, callback: ClientQuotaCallback | None = None) -> QuotaManagers:
+    connections = ConnectionQuotas(
+        _window_config(config, "quota"),
+        config.get_int("max.connections"),
+        config.get_int("max.connections.per.ip"),
+        _per_ip_overrides(config.get_str("max.connections.per.ip.overrides")),
+    )
+    return QuotaManagers(
+        callback or DefaultQuotaCallback(),
+        _window_config(config, "quota"),
+        _window_config(config, "controller.quota"),
+        connections,
+    )
+
+
+def _sensors(ctx: RequestContext, manager: ClientQuotaManager, now: int) -> ClientSensors:
+    return manager.sensors_for(ctx.connection.principal, ctx.client_id or "", now)
+
+
+def _throttle(ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientSensors, throttle_ms: int) -> None:
+    """The response carries `throttle_ms` and `manager` mutes the connection for it."""
+    ctx.throttle_ms = throttle_ms
+    ctx.throttled_by = (manager, sensors)
+
+
+def _record_request(ctx: RequestContext, now: int) -> tuple[int, ClientSensors | None]:
+    """Request quota on the handler's thread time so far (0 when disabled)."""
+    request = ctx.broker.quota_managers.request
+    if not request.enabled:
+        return 0, None
+    sensors = _sensors(ctx, request, now)
+    ctx.request_sensors = sensors
+    return request.record(sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now), sensors
+
+
+def finish_request(ctx: RequestContext) -> None:
+    """sendResponseMaybeThrottle for every API that does not record quotas itself."""
+    if ctx.quota_recorded:
+        return
+    ctx.quota_recorded = True
+    now = now_ms()
+    throttle, sensors = _record_request(ctx, now)
+    if throttle > 0 and sensors is not None:
+        _throttle(ctx, ctx.broker.quota_managers.request, sensors, throttle)
+
+
+def record_encoding(ctx: RequestContext, nanos: int) -> None:
+    """Network-thread time (here: encoding and writing the response), recorded without a
+    quota check, as Kafka records it after the response is sent."""
+    if ctx.request_sensors is not None:
+        ctx.broker.quota_managers.request.record_no_throttle(ctx.request_sensors, nanos * NANOS_TO_PERCENTAGE, now_ms())
+
+
+def _combine(
+    ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientSensors | None, bandwidth_ms: int, request_ms: int
+) -> None:
+    """Both quotas may be violated: the larger throttle wins and only its manager mutes."""
+    if max(bandwidth_ms, request_ms) <= 0:
+        return
+    if bandwidth_ms > request_ms and sensors is not None:
+        _throttle(ctx, manager, sensors, bandwidth_ms)
+    elif ctx.request_sensors is not None:
+        _throttle(ctx, ctx.broker.quota_managers.request, ctx.request_sensors, request_ms)
+
+
+def record_produce(ctx: RequestContext, acks: int) -> None:
+    """After the append: the whole request's size against producer_byte_rate (acks=0
+    included), and the request quota unless acks=0 (exempt, only counted)."""
+    ctx.quota_recorded = True
+    managers = ctx.broker.quota_managers
+    now = now_ms()
+    bandwidth_ms, sensors = 0, None
+    if managers.produce.enabled:
+        sensors = _sensors(ctx, managers.produce, now)
+        bandwidth_ms = managers.produce.record(sensors, ctx.request_bytes, now)
+    request_ms = 0
+    if acks == 0:
+        if managers.request.enabled:
+            managers.request.record_exempt(ctx.thread_ns(), now)
+    else:
+        request_ms, _ = _record_request(ctx, now)
+    _combine(ctx, managers.produce, sensors, bandwidth_ms, request_ms)
+
+
+def fetch_max_bytes(ctx: RequestContext, requested: int) -> int:
+    """A fetch never asks for more than the client's quota allows in (samples - 1) windows."""
+    window_bytes = ctx.broker.quota_managers.fetch.max_value_in_quota_window(ctx.connection.principal, ctx.client_id or "")
+    return int(min(requested, ctx.config.get_int("fetch.max.bytes"), window_bytes, INT32_MAX))
+
+
+def record_fetch(ctx: RequestContext, response_size: int) -> bool:
+    """Records the response size and the request time; True when throttled, in which
+    case the bytes are taken back and the client must get an empty response."""
+    ctx.quota_recorded = True
+    managers = ctx.broker.quota_managers
+    now = now_ms()
+    request_ms, _ = _record_request(ctx, now)
+    bandwidth_ms, sensors = 0, None
+    if managers.fetch.enabled:
+        sensors = _sensors(ctx, managers.fetch, now)
+        bandwidth_ms = managers.fetch.record(sensors, response_size, now)
+    if max(bandwidth_ms, request_ms) <= 0:
+        return False
+    if sensors is not None:
+        managers.fetch.unrecord(sensors, response_size, now)
+    _combine(ctx, managers.fetch, sensors, bandwidth_ms, request_ms)
+    return True
+
+
+def fetch_quota_enabled(ctx: RequestContext) -> bool:
+    managers = ctx.broker.quota_managers
+    return managers.fetch.enabled or managers.request.enabled
+
+
+def mutation_quota(ctx: RequestContext, strict: bool) -> ControllerMutationQuota:
+    """The controller mutation quota of one request that creates or deletes partitions."""
+    manager = ctx.broker.quota_managers.controller_mutation
+    return manager.new_quota(ctx.connection.principal, ctx.client_id or "", strict, now_ms())
+
+
+def charge_to(quota: ControllerMutationQuota) -> Charge:
+    """What the cluster calls with each valid mutation's partition count."""
+    return lambda partitions: quota.record(partitions, now_ms())
+
+
+def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> None:
+    """sendResponseMaybeThrottleWithControllerQuota."""
+    ctx.quota_recorded = True
+    now = now_ms()
+    mutation_ms = quota.throttle_time_ms(now)
+    request_ms, _ = _record_request(ctx, now)
+    _combine(ctx, ctx.broker.quota_managers.controller_mutation, quota.sensors, mutation_ms, request_ms)

@@ -1,0 +1,117 @@
+"""Connection quotas at accept time: ip connection_creation_rate, max.connections and
+max.connections.per.ip, as Apache Kafka's SocketServer ConnectionQuotas applies them.
+
+Pure bookkeeping; the broker asks `admit` when a connection is accepted and calls
+`release` when an admitted one closes.
+"""
+
+from __future__ import annotations
+
+import enum
+import ipaddress
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from quotas.sensor import Metric, Rate, WindowConfig, throttle_time_ms
+
+INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000
+
+
+class Admission(enum.Enum):
+    ACCEPT = "accept"
+    WAIT = "wait"  # max.connections reached: wait, unread, until a connection closes
+    THROTTLE = "throttle"  # over connection_creation_rate: close after the throttle time
+    REJECT = "reject"  # max.connections.per.ip reached: close at once
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    admission: Admission
+    throttle_ms: int = 0
+
+
+def normalize_ip(address: str) -> str:
+    """One spelling per address, so "::1" and "0:0:0:0:0:0:0:1" share a sensor."""
+    try:
+        return str(ipaddress.ip_address(address.split("%", 1)[0]))
+    except ValueError:
+        return address
+
+
+class ConnectionQuotas:
+    def __init__(
+        self,
+        config: WindowConfig,
+        max_connections: int,
+        max_connections_per_ip: int,
+        per_ip_overrides: Mapping[str, int] | None = None,
+    ) -> None:
+        self.config = config
+        self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
+        self.per_ip_overrides = {normalize_ip(ip): n for ip, n in (per_ip_overrides or {}).items()}
+        self.counts: dict[str, int] = {}
+        self.total = 0
+        self._rates: dict[str | None, float] = {}  # ip (None: default ip entity) -> connections/s
+        self._sensors: dict[str, tuple[Rate, list[int]]] = {}  # ip -> (rate, [last record ms])
+
+    def update_ip_rate(self, ip: str | None, value: float | None) -> None:
+        """An ip entity's connection_creation_rate changed (None: removed)."""
+        key = None if ip is None else normalize_ip(ip)
+        if value is None:
+            self._rates.pop(key, None)
+        else:
+            self._rates[key] = value
+        if key is not None:
+            self._sensors.pop(key, None)  # a specific ip starts afresh (Kafka drops its sensor)
+
+    def rate_limit(self, ip: str) -> float | None:
+        return self._rates.get(ip, self._rates.get(None))
+
+    def slot_available(self) -> bool:
+        return self.total < self.max_connections
+
+    def admit(self, ip: str, now_ms: int) -> Decision:
+        """ConnectionQuotas.inc: the broker-wide slot, then the ip's creation rate, then
+        its connection count. An accepted or rejected connection is counted (release it
+        when it closes); a throttled or waiting one is not."""
+        ip = normalize_ip(ip)
+        if not self.slot_available():
+            return Decision(Admission.WAIT)
+        limit = self.rate_limit(ip)
+        if limit is not None:
+            rate, last = self._sensors.get(ip) or self._new_sensor(ip)
+            last[0] = now_ms
+            rate.record(1.0, now_ms)
+            observed = rate.measure(now_ms)
+            if observed > limit:
+                rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate
+                window = rate.window_size_ms(now_ms)
+                return Decision(Admission.THROTTLE, min(throttle_time_ms(observed, limit, window), self.config.window_ms))
+        count = self.counts.get(ip, 0)
+        self.counts[ip] = count + 1
+        self.total += 1
+        if count >= self.per_ip_overrides.get(ip, self.max_connections_per_ip):
+            return Decision(Admission.REJECT)
+        return Decision(Admission.ACCEPT)
+
+    def release(self, ip: str) -> None:
+        ip = normalize_ip(ip)
+        count = self.counts.get(ip, 0) - 1
+        if count <= 0:
+            self.counts.pop(ip, None)
+        else:
+            self.counts[ip] = count
+        self.total = max(0, self.total - 1)
+
+    def _new_sensor(self, ip: str) -> tuple[Rate, list[int]]:
+        if len(self._sensors) >= 1000:
+            cutoff = max(last[0] for _, last in self._sensors.values()) - INACTIVE_SENSOR_EXPIRY_MS
+            self._sensors = {k: v for k, v in self._sensors.items() if v[1][0] > cutoff}
+        sensor = self._sensors[ip] = (Rate(self.config), [0])
+        return sensor
+
+    def metrics(self, now_ms: int) -> Iterator[Metric]:
+        for ip, (rate, _) in self._sensors.items():
+            yield Metric("connection-accept-rate", "socket-server-metrics", {"ip": ip}, rate.measure(now_ms))
+        yield Metric("connection-count", "socket-server-metrics", {}, float(self.total))

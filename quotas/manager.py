@@ -1,0 +1,306 @@
+"""The quota managers of one broker: sensors per metric tags, record, throttle time.
+
+Ports of Apache Kafka's ClientQuotaManager, ClientRequestQuotaManager and
+ControllerMutationQuotaManager. The callback decides tags and limits; sensors
+(quotas/sensor.py) measure; the broker's request pipeline decides when to record and
+mutes connections. Pure: no sockets, no clocks (every call takes `now_ms`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+from quotas.callback import (
+    QUOTA_TYPE_OF_KEY,
+    ClientQuotaCallback,
+    ClientQuotaEntity,
+    ClientQuotaType,
+    DefaultQuotaCallback,
+    KafkaPrincipal,
+)
+from quotas.connections import ConnectionQuotas
+from quotas.entity import IP, QuotaEntity
+from quotas.sensor import (
+    Combine,
+    Metric,
+    Rate,
+    SampledStat,
+    TokenBucket,
+    WindowConfig,
+    throttle_time_ms,
+    token_bucket_throttle_ms,
+)
+
+INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
+DEFAULT_METRIC_CONFIG = WindowConfig(samples=2, window_ms=30_000)  # Kafka's MetricConfig defaults
+NANOS_TO_PERCENTAGE = 100.0 / 1e9  # request time: ns of thread time -> percent-seconds
+
+GROUPS = {
+    ClientQuotaType.PRODUCE: "Produce",
+    ClientQuotaType.FETCH: "Fetch",
+    ClientQuotaType.REQUEST: "Request",
+    ClientQuotaType.CONTROLLER_MUTATION: "ControllerMutation",
+}
+RATE_METRIC = {
+    ClientQuotaType.PRODUCE: "byte-rate",
+    ClientQuotaType.FETCH: "byte-rate",
+    ClientQuotaType.REQUEST: "request-time",
+    ClientQuotaType.CONTROLLER_MUTATION: "mutation-rate",
+}
+
+
+class ClientSensors:
+    """The sensors of one set of metric tags: what is measured against the quota, and
+    the throttle times given out (Kafka's ClientSensors)."""
+
+    __slots__ = ("tags", "bound", "rate", "tokens", "throttle_time", "last_record_ms")
+
+    def __init__(self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool) -> None:
+        self.tags = tags
+        self.bound = bound
+        self.rate = Rate(config)
+        self.tokens = TokenBucket(config) if token_bucket else None
+        self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
+        self.last_record_ms = 0
+
+
+class ClientQuotaManager:
+    """Produce and fetch byte-rate quotas: record, then throttle when over the bound."""
+
+    token_bucket = False
+
+    def __init__(
+        self,
+        quota_type: ClientQuotaType,
+        callback: ClientQuotaCallback,
+        config: WindowConfig,
+        max_throttle_ms: int | None = None,
+    ) -> None:
+        self.quota_type = quota_type
+        self.callback = callback
+        self.config = config
+        self.max_throttle_ms = max_throttle_ms
+        self.sensors: dict[tuple[tuple[str, str], ...], ClientSensors] = {}
+        self._created_since_expiry = 0
+
+    @property
+    def enabled(self) -> bool:
+        """Kafka's quotasEnabled: a custom callback always, the default once a quota of
+        this type exists."""
+        callback = self.callback
+        if isinstance(callback, DefaultQuotaCallback):
+            return callback.has_quotas(self.quota_type)
+        return True
+
+    def sensors_for(self, principal: KafkaPrincipal, client_id: str, now_ms: int) -> ClientSensors:
+        """The sensors this request is measured on (getOrCreateQuotaSensors)."""
+        if self.callback.quota_reset_required(self.quota_type):
+            self.refresh_limits()
+        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+        key = tuple(tags.items())
+        sensors = self.sensors.get(key)
+        if sensors is None:
+            self._created_since_expiry += 1
+            if self._created_since_expiry >= 1000:
+                self._expire_inactive(now_ms)
+            bound = self.callback.quota_limit(self.quota_type, tags)
+            sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
+        return sensors
+
+    def record(self, sensors: ClientSensors, value: float, now_ms: int) -> int:
+        """Records `value` and returns the throttle time (0 within the quota)."""
+        sensors.last_record_ms = now_ms
+        rate = sensors.rate
+        rate.record(value, now_ms)
+        bound = sensors.bound
+        if bound is None:
+            return 0
+        observed = rate.measure(now_ms)
+        if observed <= bound:
+            return 0
+        if math.isnan(bound):
+            return 0  # Math.round(NaN) is 0 in Kafka
+        throttle = throttle_time_ms(observed, bound, rate.window_size_ms(now_ms))
+        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+
+    def record_no_throttle(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
+        sensors.last_record_ms = now_ms
+        sensors.rate.record(value, now_ms)
+
+    def unrecord(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
+        """Takes back a recorded value (a throttled fetch sends no data)."""
+        sensors.rate.record(-value, now_ms)
+
+    def throttle(self, sensors: ClientSensors, throttle_ms: int, now_ms: int) -> None:
+        """This manager mutes the channel for `throttle_ms`: count it in throttle-time."""
+        sensors.throttle_time.record(throttle_ms, now_ms)
+
+    def max_value_in_quota_window(self, principal: KafkaPrincipal, client_id: str) -> float:
+        """The most a single response may carry: quota x (samples - 1) x window."""
+        if not self.enabled:
+            return math.inf
+        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+        limit = self.callback.quota_limit(self.quota_type, tags)
+        if limit is None:
+            return math.inf
+        return limit * (self.config.samples - 1) * self.config.window_ms / 1000.0
+
+    def refresh_limits(self) -> None:
+        """Applies changed limits to live sensors at once (updateQuotaMetricConfigs)."""
+        for sensors in self.sensors.values():
+            sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
+
+    def _expire_inactive(self, now_ms: int) -> None:
+        self._created_since_expiry = 0
+        for key in [k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS]:
+            del self.sensors[key]
+
+    def metrics(self, now_ms: int) -> Iterator[Metric]:
+        group = GROUPS[self.quota_type]
+        for sensors in self.sensors.values():
+            yield Metric(RATE_METRIC[self.quota_type], group, dict(sensors.tags), sensors.rate.measure(now_ms))
+            yield Metric("throttle-time", group, dict(sensors.tags), sensors.throttle_time.measure(now_ms))
+
+
+class RequestQuotaManager(ClientQuotaManager):
+    """request_percentage: thread time as percent of one thread, throttle capped at one
+    window (ClientRequestQuotaManager); exempt requests are only counted."""
+
+    def __init__(self, callback: ClientQuotaCallback, config: WindowConfig) -> None:
+        super().__init__(ClientQuotaType.REQUEST, callback, config, max_throttle_ms=config.window_ms)
+        self.exempt = Rate(config)
+
+    def record_exempt(self, nanos: int, now_ms: int) -> None:
+        self.exempt.record(nanos * NANOS_TO_PERCENTAGE, now_ms)
+
+    def metrics(self, now_ms: int) -> Iterator[Metric]:
+        yield from super().metrics(now_ms)
+        yield Metric("exempt-request-time", "Request", {}, self.exempt.measure(now_ms))
+
+
+class ThrottlingQuotaExceeded(Exception):
+    def __init__(self, throttle_ms: int) -> None:
+        super().__init__("The throttling quota has been exceeded.")
+        self.throttle_ms = throttle_ms
+
+
+class ControllerMutationQuota:
+    """One request's view of the controller mutation quota (KIP-599).
+
+    Strict (CreateTopics v6+, DeleteTopics v5+, CreatePartitions v3+): the bucket is
+    checked before recording, so one request may overdraw it, and once it is below 0
+    further mutations raise ThrottlingQuotaExceeded. Permissive (older versions,
+    auto-creation): everything is recorded and only a throttle time results."""
+
+    def __init__(self, manager: ControllerMutationQuotaManager | None, sensors: ClientSensors | None, strict: bool):
+        self.manager = manager
+        self.sensors = sensors
+        self.strict = strict
+        self._throttle_ms = 0
+        self._recorded_ms = 0
+
+    def record(self, permits: float, now_ms: int) -> None:
+        sensors = self.sensors
+        if sensors is None:
+            return
+        bucket = sensors.tokens
+        assert bucket is not None
+        bound = sensors.bound
+        sensors.last_record_ms = now_ms
+        if bound is None:
+            sensors.rate.record(permits, now_ms)
+            return
+        if self.strict:
+            tokens = bucket.measure(bound, now_ms)
+            if tokens < 0:
+                self._update_throttle(tokens, bound, now_ms)
+                raise ThrottlingQuotaExceeded(self._throttle_ms)
+            bucket.record(permits, bound, now_ms)
+            sensors.rate.record(permits, now_ms)
+            return
+        bucket.record(permits, bound, now_ms)
+        sensors.rate.record(permits, now_ms)
+        tokens = bucket.measure(bound, now_ms)
+        if tokens < 0:
+            self._update_throttle(tokens, bound, now_ms)
+
+    def throttle_time_ms(self, now_ms: int) -> int:
+        """The recorded throttle less the time since it was recorded."""
+        if self._throttle_ms > 0:
+            return max(0, self._throttle_ms - (now_ms - self._recorded_ms))
+        return 0
+
+    def _update_throttle(self, tokens: float, rate: float, now_ms: int) -> None:
+        self._throttle_ms = token_bucket_throttle_ms(tokens, rate)
+        self._recorded_ms = now_ms
+
+
+UNBOUNDED_MUTATION_QUOTA = ControllerMutationQuota(None, None, strict=False)
+
+
+class ControllerMutationQuotaManager(ClientQuotaManager):
+    token_bucket = True
+
+    def __init__(self, callback: ClientQuotaCallback, config: WindowConfig) -> None:
+        super().__init__(ClientQuotaType.CONTROLLER_MUTATION, callback, config)
+
+    def new_quota(self, principal: KafkaPrincipal, client_id: str, strict: bool, now_ms: int) -> ControllerMutationQuota:
+        if not self.enabled:
+            return UNBOUNDED_MUTATION_QUOTA
+        return ControllerMutationQuota(self, self.sensors_for(principal, client_id, now_ms), strict)
+
+    def metrics(self, now_ms: int) -> Iterator[Metric]:
+        yield from super().metrics(now_ms)
+        for sensors in self.sensors.values():
+            if sensors.bound is not None and sensors.tokens is not None:
+                tokens = sensors.tokens.measure(sensors.bound, now_ms)
+                yield Metric("tokens", "ControllerMutation", dict(sensors.tags), tokens)
+
+
+class QuotaManagers:
+    """One broker's quota managers over its callback (Kafka's QuotaFactory), kept
+    current by the quota store: a change applies to live sensors at once."""
+
+    def __init__(
+        self,
+        callback: ClientQuotaCallback,
+        config: WindowConfig,
+        controller_config: WindowConfig,
+        connections: ConnectionQuotas,
+    ) -> None:
+        self.callback = callback
+        self.produce = ClientQuotaManager(ClientQuotaType.PRODUCE, callback, config)
+        self.fetch = ClientQuotaManager(ClientQuotaType.FETCH, callback, config)
+        self.request = RequestQuotaManager(callback, config)
+        self.controller_mutation = ControllerMutationQuotaManager(callback, controller_config)
+        self.connections = connections
+
+    def by_type(self, quota_type: ClientQuotaType) -> ClientQuotaManager:
+        return {
+            ClientQuotaType.PRODUCE: self.produce,
+            ClientQuotaType.FETCH: self.fetch,
+            ClientQuotaType.REQUEST: self.request,
+            ClientQuotaType.CONTROLLER_MUTATION: self.controller_mutation,
+        }[quota_type]
+
+    def quota_changed(self, entity: QuotaEntity, key: str, value: float | None) -> None:
+        """QuotaListener: forwards an applied AlterClientQuotas change."""
+        if IP in entity:
+            self.connections.update_ip_rate(entity[IP], value)
+            return
+        quota_type = QUOTA_TYPE_OF_KEY.get(key)
+        if quota_type is None:
+            return
+        if value is None:
+            self.callback.remove_quota(quota_type, ClientQuotaEntity.of(entity))
+        else:
+            self.callback.update_quota(quota_type, ClientQuotaEntity.of(entity), value)
+        self.by_type(quota_type).refresh_limits()
+
+    def metrics(self, now_ms: int) -> list[Metric]:
+        found: list[Metric] = []
+        for manager in (self.produce, self.fetch, self.request, self.controller_mutation):
+            found.extend(manager.metrics(now_ms))
+        found.extend(self.connections.metrics(now_ms))
+        return found

@@ -1,0 +1,199 @@
+"""How quotas are measured: Kafka's sampled stats, Rate, TokenBucket and throttle maths.
+
+A line-by-line port of org.apache.kafka.common.metrics.stats (SampledStat, Rate,
+WindowedSum, Avg, Max, TokenBucket) and server-common's QuotaUtils, so a client sees the
+same throttle times here as against Apache Kafka. Pure: every call takes `now_ms`
+(integer milliseconds from any fixed origin), so tests drive time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass(frozen=True, slots=True)
+class WindowConfig:
+    """Kafka's MetricConfig as quotas use it: `samples` windows of `window_ms` each
+    (quota.window.num, quota.window.size.seconds)."""
+
+    samples: int = 11
+    window_ms: int = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    """One metric value, named, grouped and tagged as Apache Kafka registers it."""
+
+    name: str
+    group: str
+    tags: dict[str, str]
+    value: float
+
+
+class Combine(Enum):
+    SUM = "sum"  # WindowedSum, the numerator of a Rate
+    AVG = "avg"
+    MAX = "max"
+
+
+class _Sample:
+    __slots__ = ("start_ms", "last_event_ms", "event_count", "value")
+
+    def __init__(self, now_ms: int, initial: float) -> None:
+        self.start_ms = now_ms
+        self.last_event_ms = now_ms
+        self.event_count = 0
+        self.value = initial
+
+    def reset(self, now_ms: int, initial: float) -> None:
+        self.start_ms = now_ms
+        self.last_event_ms = now_ms
+        self.event_count = 0
+        self.value = initial
+
+
+class SampledStat:
+    """Samples of `window_ms` each, started by the first event after the previous one
+    completes; a sample expires once its last event is `samples` x `window_ms` old."""
+
+    __slots__ = ("config", "combine", "_samples", "_current", "_initial")
+
+    def __init__(self, config: WindowConfig, combine: Combine = Combine.SUM) -> None:
+        self.config = config
+        self.combine = combine
+        self._samples: list[_Sample] = []
+        self._current = 0
+        self._initial = -math.inf if combine is Combine.MAX else 0.0
+
+    def record(self, value: float, now_ms: int) -> None:
+        sample = self._current_sample(now_ms)
+        if now_ms - sample.start_ms >= self.config.window_ms:
+            sample = self._advance(now_ms)
+        if self.combine is Combine.MAX:
+            sample.value = max(sample.value, value)
+        else:
+            sample.value += value
+        sample.event_count += 1
+        sample.last_event_ms = now_ms
+
+    def measure(self, now_ms: int) -> float:
+        self.purge_obsolete(now_ms)
+        samples = self._samples
+        if self.combine is Combine.SUM:
+            return sum(s.value for s in samples)
+        if self.combine is Combine.AVG:
+            count = sum(s.event_count for s in samples)
+            return math.nan if count == 0 else sum(s.value for s in samples) / count
+        if not any(s.event_count for s in samples):
+            return math.nan
+        return max(s.value for s in samples)
+
+    def oldest_start_ms(self, now_ms: int) -> int:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms, self._initial))
+        return min(s.start_ms for s in self._samples)
+
+    def purge_obsolete(self, now_ms: int) -> None:
+        expire_age = self.config.samples * self.config.window_ms
+        for sample in self._samples:
+            if now_ms - sample.last_event_ms >= expire_age:
+                sample.reset(now_ms, self._initial)
+
+    def _current_sample(self, now_ms: int) -> _Sample:
+        if not self._samples:
+            self._samples.append(_Sample(now_ms, self._initial))
+        return self._samples[self._current]
+
+    def _advance(self, now_ms: int) -> _Sample:
+        # One slot more than `samples`: a sample overlapping the start of the monitored
+        # window is kept until its last event expires (Kafka 3.8+).
+        self._current = (self._current + 1) % (self.config.samples + 1)
+        if self._current >= len(self._samples):
+            sample = _Sample(now_ms, self._initial)
+            self._samples.append(sample)
+            return sample
+        sample = self._samples[self._current]
+        sample.reset(now_ms, self._initial)
+        return sample
+
+
+class Rate:
+    """Units per second over the retained samples (Kafka's Rate over a WindowedSum).
+
+    The window is measured from the oldest sample's start, padded up to
+    (samples - 1) full windows while younger: a new sensor's first burst is divided by
+    about 10 s with the defaults, so roughly 10 x the quota passes unthrottled."""
+
+    __slots__ = ("stat",)
+
+    def __init__(self, config: WindowConfig) -> None:
+        self.stat = SampledStat(config, Combine.SUM)
+
+    @property
+    def config(self) -> WindowConfig:
+        return self.stat.config
+
+    def record(self, value: float, now_ms: int) -> None:
+        self.stat.record(value, now_ms)
+
+    def measure(self, now_ms: int) -> float:
+        total = self.stat.measure(now_ms)
+        return total / (self.window_size_ms(now_ms) / 1000.0)
+
+    def window_size_ms(self, now_ms: int) -> int:
+        self.stat.purge_obsolete(now_ms)
+        config = self.stat.config
+        elapsed = now_ms - self.stat.oldest_start_ms(now_ms)
+        full_windows = elapsed // config.window_ms
+        min_full_windows = config.samples - 1
+        if full_windows < min_full_windows:
+            elapsed += (min_full_windows - full_windows) * config.window_ms
+        return max(elapsed, 1)  # measured at the very start of a window: at least 1 ms
+
+
+class TokenBucket:
+    """Kafka's TokenBucket (KIP-599): refilled at `rate` per second up to a burst of
+    samples x window x rate, full at first use; exhausted when tokens drop below 0."""
+
+    __slots__ = ("config", "tokens", "_last_update_ms")
+
+    def __init__(self, config: WindowConfig) -> None:
+        self.config = config
+        self.tokens = 0.0
+        self._last_update_ms: int | None = None
+
+    def burst(self, rate: float) -> float:
+        return self.config.samples * (self.config.window_ms / 1000.0) * rate
+
+    def measure(self, rate: float, now_ms: int) -> float:
+        self._refill(rate, now_ms)
+        return self.tokens
+
+    def record(self, value: float, rate: float, now_ms: int) -> None:
+        self._refill(rate, now_ms)
+        self.tokens = min(self.burst(rate), self.tokens - value)
+
+    def _refill(self, rate: float, now_ms: int) -> None:
+        burst = self.burst(rate)
+        if self._last_update_ms is None:  # Kafka starts at time 0: the first refill fills it
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + rate * (now_ms - self._last_update_ms) / 1000.0)
+        self._last_update_ms = now_ms
+
+
+def java_round(value: float) -> int:
+    """Math.round: halves round up (Python's round() rounds them to even)."""
+    return math.floor(value + 0.5)
+
+
+def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
+    """QuotaUtils.throttleTime: how long until the rate over the same window is back at the bound."""
+    return java_round((observed - bound) / bound * window_ms)
+
+
+def token_bucket_throttle_ms(tokens: float, rate: float) -> int:
+    """ControllerMutationQuotaManager.throttleTimeMs: time to refill the deficit."""
+    return java_round(-tokens / rate * 1000)
