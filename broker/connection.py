@@ -29,6 +29,7 @@ from protocol.headers import (
 )
 from quotas.callback import ANONYMOUS, KafkaPrincipal
 from quotas.connections import Admission
+from quotas.manager import ClientQuotaManager
 
 if TYPE_CHECKING:
     from broker.server import BrokerServer
@@ -66,6 +67,7 @@ class Connection(asyncio.Protocol):
         # Muted: nothing is read or handled until the throttle time (or admission) ends.
         self._muted = False
         self._unmute_handle: asyncio.TimerHandle | None = None
+        self._muted_by: ClientQuotaManager | None = None
         self.admitted = False  # counted by the connection quotas (released on close)
         self.closed = False
         self.idle = asyncio.Event()
@@ -248,7 +250,7 @@ class Connection(asyncio.Protocol):
         if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
             manager, sensors = ctx.throttled_by
             manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())
-            self._mute(ctx.throttle_ms)
+            self._mute(ctx.throttle_ms, manager)
 
     def _send(
         self, response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
@@ -256,23 +258,28 @@ class Connection(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.writelines(encode_response(response, api_key, api_version, correlation_id, body))
 
-    def _mute(self, throttle_ms: int) -> None:
-        if self._unmute_handle is not None:
-            self._unmute_handle.cancel()
-        self._muted = True
+    def _mute(self, throttle_ms: int, manager: ClientQuotaManager) -> None:
+        self._end_throttle()
+        self._muted, self._muted_by = True, manager
         self._update_reading()
         self._unmute_handle = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
 
     def _unmute(self) -> None:
-        self._unmute_handle = None
+        self._end_throttle()
         self._muted = False
         if not self.closed:
             self._process()
 
-    def close(self) -> None:
+    def _end_throttle(self) -> None:
         if self._unmute_handle is not None:
             self._unmute_handle.cancel()
             self._unmute_handle = None
+        if self._muted_by is not None:
+            self._muted_by.throttle_ended()
+            self._muted_by = None
+
+    def close(self) -> None:
+        self._end_throttle()
         if not self.closed:
             self.broker.connection_closed(self)
         self.closed = True

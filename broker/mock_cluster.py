@@ -19,6 +19,7 @@ from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, 
 from broker.groups import GroupCoordinator
 from broker.quota_admin import QuotaAdmin
 from broker.server import BrokerServer
+from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
 
 T = TypeVar("T")
@@ -88,6 +89,7 @@ class MockCluster:
         self.groups.close()
         for broker in self.brokers:
             await broker.stop()
+            broker.quota_managers.callback.close()
         self.quotas.close()
 
     async def __aenter__(self) -> MockCluster:
@@ -156,6 +158,11 @@ class MockCluster:
             return topic
 
         return self.on_loop(create)
+
+    def metrics(self) -> list[Metric]:
+        """Every broker's quota metrics (Kafka's names, groups and tags; `broker` says
+        whose), e.g. byte-rate and throttle-time in group Produce per user/client-id."""
+        return self.on_loop(lambda: [m for broker in self.brokers for m in broker.metrics()])
 
     def on_loop(self, fn: Callable[[], T]) -> T:
         """Calls `fn` on the cluster's loop thread (state is only touched there) and returns its result."""

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from collections import deque
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from broker.cluster import BrokerNode, ClusterState
@@ -104,7 +105,7 @@ class BrokerServer:
 
     def metrics(self) -> list[Metric]:
         """This broker's quota metrics, named and tagged as Apache Kafka's."""
-        return self.quota_managers.metrics(now_ms())
+        return [replace(m, broker=self.node_id) for m in self.quota_managers.metrics(now_ms())]
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stops accepting, lets in-flight requests finish (up to `grace` s), closes."""

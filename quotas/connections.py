@@ -12,7 +12,15 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from quotas.sensor import Metric, Rate, WindowConfig, throttle_time_ms
+from quotas.sensor import (
+    DEFAULT_METRIC_CONFIG,
+    Combine,
+    Metric,
+    Rate,
+    SampledStat,
+    WindowConfig,
+    throttle_time_ms,
+)
 
 INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000
 
@@ -53,7 +61,7 @@ class ConnectionQuotas:
         self.counts: dict[str, int] = {}
         self.total = 0
         self._rates: dict[str | None, float] = {}  # ip (None: default ip entity) -> connections/s
-        self._sensors: dict[str, tuple[Rate, list[int]]] = {}  # ip -> (rate, [last record ms])
+        self._sensors: dict[str, _IpSensors] = {}
 
     def update_ip_rate(self, ip: str | None, value: float | None) -> None:
         """An ip entity's connection_creation_rate changed (None: removed)."""
@@ -80,14 +88,17 @@ class ConnectionQuotas:
             return Decision(Admission.WAIT)
         limit = self.rate_limit(ip)
         if limit is not None:
-            rate, last = self._sensors.get(ip) or self._new_sensor(ip)
-            last[0] = now_ms
+            sensors = self._sensors.get(ip) or self._new_sensors(ip, now_ms)
+            sensors.last_record_ms = now_ms
+            rate = sensors.rate
             rate.record(1.0, now_ms)
             observed = rate.measure(now_ms)
             if observed > limit:
                 rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate
                 window = rate.window_size_ms(now_ms)
-                return Decision(Admission.THROTTLE, min(throttle_time_ms(observed, limit, window), self.config.window_ms))
+                throttle = min(throttle_time_ms(observed, limit, window), self.config.window_ms)
+                sensors.throttle_time.record(throttle, now_ms)
+                return Decision(Admission.THROTTLE, throttle)
         count = self.counts.get(ip, 0)
         self.counts[ip] = count + 1
         self.total += 1
@@ -104,14 +115,25 @@ class ConnectionQuotas:
             self.counts[ip] = count
         self.total = max(0, self.total - 1)
 
-    def _new_sensor(self, ip: str) -> tuple[Rate, list[int]]:
+    def _new_sensors(self, ip: str, now_ms: int) -> _IpSensors:
         if len(self._sensors) >= 1000:
-            cutoff = max(last[0] for _, last in self._sensors.values()) - INACTIVE_SENSOR_EXPIRY_MS
-            self._sensors = {k: v for k, v in self._sensors.items() if v[1][0] > cutoff}
-        sensor = self._sensors[ip] = (Rate(self.config), [0])
-        return sensor
+            cutoff = now_ms - INACTIVE_SENSOR_EXPIRY_MS
+            self._sensors = {k: v for k, v in self._sensors.items() if v.last_record_ms > cutoff}
+        sensors = self._sensors[ip] = _IpSensors(self.config)
+        return sensors
 
     def metrics(self, now_ms: int) -> Iterator[Metric]:
-        for ip, (rate, _) in self._sensors.items():
-            yield Metric("connection-accept-rate", "socket-server-metrics", {"ip": ip}, rate.measure(now_ms))
-        yield Metric("connection-count", "socket-server-metrics", {}, float(self.total))
+        group = "socket-server-metrics"
+        for ip, sensors in self._sensors.items():
+            yield Metric("connection-accept-rate", group, {"ip": ip}, sensors.rate.measure(now_ms))
+            yield Metric("ip-connection-accept-throttle-time", group, {"ip": ip}, sensors.throttle_time.measure(now_ms))
+        yield Metric("connection-count", group, {}, float(self.total))
+
+
+class _IpSensors:
+    __slots__ = ("rate", "throttle_time", "last_record_ms")
+
+    def __init__(self, config: WindowConfig) -> None:
+        self.rate = Rate(config)
+        self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
+        self.last_record_ms = 0

@@ -22,6 +22,7 @@ from quotas.callback import (
 from quotas.connections import ConnectionQuotas
 from quotas.entity import IP, QuotaEntity
 from quotas.sensor import (
+    DEFAULT_METRIC_CONFIG,
     Combine,
     Metric,
     Rate,
@@ -33,7 +34,6 @@ from quotas.sensor import (
 )
 
 INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
-DEFAULT_METRIC_CONFIG = WindowConfig(samples=2, window_ms=30_000)  # Kafka's MetricConfig defaults
 NANOS_TO_PERCENTAGE = 100.0 / 1e9  # request time: ns of thread time -> percent-seconds
 
 GROUPS = {
@@ -82,6 +82,7 @@ class ClientQuotaManager:
         self.config = config
         self.max_throttle_ms = max_throttle_ms
         self.sensors: dict[tuple[tuple[str, str], ...], ClientSensors] = {}
+        self.throttled_channels = 0  # connections muted by this manager now (queue-size)
         self._created_since_expiry = 0
 
     @property
@@ -133,8 +134,13 @@ class ClientQuotaManager:
         sensors.rate.record(-value, now_ms)
 
     def throttle(self, sensors: ClientSensors, throttle_ms: int, now_ms: int) -> None:
-        """This manager mutes the channel for `throttle_ms`: count it in throttle-time."""
+        """This manager mutes a channel for `throttle_ms`: count it in throttle-time;
+        call `throttle_ended` when the channel is unmuted."""
         sensors.throttle_time.record(throttle_ms, now_ms)
+        self.throttled_channels += 1
+
+    def throttle_ended(self) -> None:
+        self.throttled_channels -= 1
 
     def max_value_in_quota_window(self, principal: KafkaPrincipal, client_id: str) -> float:
         """The most a single response may carry: quota x (samples - 1) x window."""
@@ -161,6 +167,7 @@ class ClientQuotaManager:
         for sensors in self.sensors.values():
             yield Metric(RATE_METRIC[self.quota_type], group, dict(sensors.tags), sensors.rate.measure(now_ms))
             yield Metric("throttle-time", group, dict(sensors.tags), sensors.throttle_time.measure(now_ms))
+        yield Metric("queue-size", group, {}, float(self.throttled_channels))
 
 
 class RequestQuotaManager(ClientQuotaManager):

@@ -30,6 +30,10 @@ class Metric:
     group: str
     tags: dict[str, str]
     value: float
+    broker: int | None = None  # set by the broker that reports it
+
+
+DEFAULT_METRIC_CONFIG = WindowConfig(samples=2, window_ms=30_000)  # Kafka's MetricConfig defaults
 
 
 class Combine(Enum):
