@@ -86,7 +86,7 @@ class Connection(asyncio.Protocol):
         """Connection quotas at accept time (Kafka's ConnectionQuotas.inc): wait unread
         for a free slot under max.connections, close after the throttle time when over
         the ip's connection_creation_rate, close at once over max.connections.per.ip."""
-        decision = self.broker.quota_managers.connections.admit(self.peer[0], throttling.now_ms())
+        decision = self.broker.quota_managers.connections.admit(self.peer[0], throttling.now_ms(), self.listener)
         if decision.admission is Admission.ACCEPT:
             self.admitted = True
             if self._muted:

@@ -39,11 +39,15 @@ class Decision:
 
 
 def normalize_ip(address: str) -> str:
-    """One spelling per address, so "::1" and "0:0:0:0:0:0:0:1" share a sensor."""
+    """One spelling per address, Java's InetAddress.getHostAddress (Kafka's ip tag):
+    "::1" and "0:0:0:0:0:0:0:1" share a sensor, spelled the latter way."""
     try:
-        return str(ipaddress.ip_address(address.split("%", 1)[0]))
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        return ":".join(f"{int(group, 16):x}" for group in parsed.exploded.split(":"))
+    return str(parsed)
 
 
 class ConnectionQuotas:
@@ -62,6 +66,7 @@ class ConnectionQuotas:
         self.total = 0
         self._rates: dict[str | None, float] = {}  # ip (None: default ip entity) -> connections/s
         self._sensors: dict[str, _IpSensors] = {}
+        self._throttle_times: dict[str, SampledStat] = {}  # listener -> ip throttle times
 
     def update_ip_rate(self, ip: str | None, value: float | None) -> None:
         """An ip entity's connection_creation_rate changed (None: removed)."""
@@ -69,9 +74,7 @@ class ConnectionQuotas:
         if value is None:
             self._rates.pop(key, None)
         else:
-            self._rates[key] = value
-        if key is not None:
-            self._sensors.pop(key, None)  # a specific ip starts afresh (Kafka drops its sensor)
+            self._rates[key] = value  # live sensors keep their samples: only the bound changes
 
     def rate_limit(self, ip: str) -> float | None:
         return self._rates.get(ip, self._rates.get(None))
@@ -79,7 +82,7 @@ class ConnectionQuotas:
     def slot_available(self) -> bool:
         return self.total < self.max_connections
 
-    def admit(self, ip: str, now_ms: int) -> Decision:
+    def admit(self, ip: str, now_ms: int, listener: str = "") -> Decision:
         """ConnectionQuotas.inc: the broker-wide slot, then the ip's creation rate, then
         its connection count. An accepted or rejected connection is counted (release it
         when it closes); a throttled or waiting one is not."""
@@ -93,11 +96,13 @@ class ConnectionQuotas:
             rate = sensors.rate
             rate.record(1.0, now_ms)
             observed = rate.measure(now_ms)
+            throttle = 0
             if observed > limit:
-                rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate
                 window = rate.window_size_ms(now_ms)
                 throttle = min(throttle_time_ms(observed, limit, window), self.config.window_ms)
-                sensors.throttle_time.record(throttle, now_ms)
+            if throttle > 0:  # a violation that rounds to 0 ms is accepted, as in Kafka
+                rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate
+                self._throttle_time(listener).record(throttle, now_ms)
                 return Decision(Admission.THROTTLE, throttle)
         count = self.counts.get(ip, 0)
         self.counts[ip] = count + 1
@@ -115,6 +120,12 @@ class ConnectionQuotas:
             self.counts[ip] = count
         self.total = max(0, self.total - 1)
 
+    def _throttle_time(self, listener: str) -> SampledStat:
+        stat = self._throttle_times.get(listener)
+        if stat is None:
+            stat = self._throttle_times[listener] = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
+        return stat
+
     def _new_sensors(self, ip: str, now_ms: int) -> _IpSensors:
         if len(self._sensors) >= 1000:
             cutoff = now_ms - INACTIVE_SENSOR_EXPIRY_MS
@@ -126,14 +137,14 @@ class ConnectionQuotas:
         group = "socket-server-metrics"
         for ip, sensors in self._sensors.items():
             yield Metric("connection-accept-rate", group, {"ip": ip}, sensors.rate.measure(now_ms))
-            yield Metric("ip-connection-accept-throttle-time", group, {"ip": ip}, sensors.throttle_time.measure(now_ms))
+        for listener, stat in self._throttle_times.items():
+            yield Metric("ip-connection-accept-throttle-time", group, {"listener": listener}, stat.measure(now_ms))
         yield Metric("connection-count", group, {}, float(self.total))
 
 
 class _IpSensors:
-    __slots__ = ("rate", "throttle_time", "last_record_ms")
+    __slots__ = ("rate", "last_record_ms")
 
     def __init__(self, config: WindowConfig) -> None:
         self.rate = Rate(config)
-        self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
         self.last_record_ms = 0

@@ -189,8 +189,12 @@ class TokenBucket:
 
 
 def java_round(value: float) -> int:
-    """Math.round: halves round up (Python's round() rounds them to even)."""
-    return math.floor(value + 0.5)
+    """Math.round: the closest integer, halves up (Python's round() rounds them to even).
+    x - floor(x) is exact in binary64, so 0.49999999999999994 stays 0 as in Java 7+."""
+    if math.isnan(value):
+        return 0
+    floor = math.floor(value)
+    return floor + 1 if value - floor >= 0.5 else floor
 
 
 def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
