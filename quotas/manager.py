@@ -83,12 +83,15 @@ class ClientQuotaManager:
         self.max_throttle_ms = max_throttle_ms
         self.sensors: dict[tuple[tuple[str, str], ...], ClientSensors] = {}
         self.throttled_channels = 0  # connections muted by this manager now (queue-size)
+        # The sensors of each (principal, client id) seen, until a quota changes: the
+        # callback's tags are only asked again then (or when it asks for a reset).
+        self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
+        self.enabled = self._quotas_enabled()
 
-    @property
-    def enabled(self) -> bool:
+    def _quotas_enabled(self) -> bool:
         """Kafka's quotasEnabled: a custom callback always, the default once a quota of
-        this type exists."""
+        this type exists (kept current by `refresh_limits`)."""
         callback = self.callback
         if isinstance(callback, DefaultQuotaCallback):
             return callback.has_quotas(self.quota_type)
@@ -98,6 +101,9 @@ class ClientQuotaManager:
         """The sensors this request is measured on (getOrCreateQuotaSensors)."""
         if self.callback.quota_reset_required(self.quota_type):
             self.refresh_limits()
+        sensors = self._resolved.get((principal, client_id))
+        if sensors is not None:
+            return sensors
         tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
         key = tuple(tags.items())
         sensors = self.sensors.get(key)
@@ -107,6 +113,7 @@ class ClientQuotaManager:
                 self._expire_inactive(now_ms)
             bound = self.callback.quota_limit(self.quota_type, tags)
             sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
+        self._resolved[(principal, client_id)] = sensors
         return sensors
 
     def record(self, sensors: ClientSensors, value: float, now_ms: int) -> int:
@@ -117,12 +124,12 @@ class ClientQuotaManager:
         bound = sensors.bound
         if bound is None:
             return 0
-        observed = rate.measure(now_ms)
+        observed, window_ms = rate.measure_with_window(now_ms)
         if observed <= bound:
             return 0
         if math.isnan(bound):
             return 0  # Math.round(NaN) is 0 in Kafka
-        throttle = throttle_time_ms(observed, bound, rate.window_size_ms(now_ms))
+        throttle = throttle_time_ms(observed, bound, window_ms)
         return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
 
     def record_no_throttle(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
@@ -153,12 +160,16 @@ class ClientQuotaManager:
         return limit * (self.config.samples - 1) * self.config.window_ms / 1000.0
 
     def refresh_limits(self) -> None:
-        """Applies changed limits to live sensors at once (updateQuotaMetricConfigs)."""
+        """Applies changed limits to live sensors at once (updateQuotaMetricConfigs);
+        who shares which sensor is asked again on the next request."""
+        self.enabled = self._quotas_enabled()
+        self._resolved.clear()
         for sensors in self.sensors.values():
             sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
 
     def _expire_inactive(self, now_ms: int) -> None:
         self._created_since_expiry = 0
+        self._resolved.clear()
         for key in [k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS]:
             del self.sensors[key]
 

@@ -143,11 +143,19 @@ class Rate:
         self.stat.record(value, now_ms)
 
     def measure(self, now_ms: int) -> float:
-        total = self.stat.measure(now_ms)
-        return total / (self.window_size_ms(now_ms) / 1000.0)
+        return self.measure_with_window(now_ms)[0]
+
+    def measure_with_window(self, now_ms: int) -> tuple[float, int]:
+        """(rate, window size): Kafka's measure() and windowSize() at `now_ms` in one pass."""
+        total = self.stat.measure(now_ms)  # purges expired samples
+        window_ms = self._padded_window(now_ms)
+        return total / (window_ms / 1000.0), window_ms
 
     def window_size_ms(self, now_ms: int) -> int:
         self.stat.purge_obsolete(now_ms)
+        return self._padded_window(now_ms)
+
+    def _padded_window(self, now_ms: int) -> int:
         config = self.stat.config
         elapsed = now_ms - self.stat.oldest_start_ms(now_ms)
         full_windows = elapsed // config.window_ms
