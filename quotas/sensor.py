@@ -146,18 +146,32 @@ class Rate:
         return self.measure_with_window(now_ms)[0]
 
     def measure_with_window(self, now_ms: int) -> tuple[float, int]:
-        """(rate, window size): Kafka's measure() and windowSize() at `now_ms` in one pass."""
-        total = self.stat.measure(now_ms)  # purges expired samples
-        window_ms = self._padded_window(now_ms)
+        """(rate, window size): Kafka's measure() and windowSize() at `now_ms`, in one
+        pass over the samples (this runs on every quota-checked request)."""
+        stat = self.stat
+        config = stat.config
+        samples = stat._samples
+        if not samples:  # as SampledStat.oldest() does, measuring creates the first sample
+            samples.append(_Sample(now_ms, 0.0))
+        expire_age = config.samples * config.window_ms
+        total = 0.0
+        oldest = now_ms  # a purged sample restarts now
+        for sample in samples:
+            if now_ms - sample.last_event_ms >= expire_age:
+                sample.reset(now_ms, 0.0)
+            else:
+                total += sample.value
+                if sample.start_ms < oldest:
+                    oldest = sample.start_ms
+        window_ms = self._pad(now_ms - oldest)
         return total / (window_ms / 1000.0), window_ms
 
     def window_size_ms(self, now_ms: int) -> int:
         self.stat.purge_obsolete(now_ms)
-        return self._padded_window(now_ms)
+        return self._pad(now_ms - self.stat.oldest_start_ms(now_ms))
 
-    def _padded_window(self, now_ms: int) -> int:
+    def _pad(self, elapsed: int) -> int:
         config = self.stat.config
-        elapsed = now_ms - self.stat.oldest_start_ms(now_ms)
         full_windows = elapsed // config.window_ms
         min_full_windows = config.samples - 1
         if full_windows < min_full_windows:
