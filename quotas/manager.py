@@ -88,6 +88,8 @@ class ClientQuotaManager:
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
         self.enabled = self._quotas_enabled()
+        # Only callbacks that override quota_reset_required are asked it per request.
+        self._may_reset = type(callback).quota_reset_required is not ClientQuotaCallback.quota_reset_required
 
     def _quotas_enabled(self) -> bool:
         """Kafka's quotasEnabled: a custom callback always, the default once a quota of
@@ -99,7 +101,7 @@ class ClientQuotaManager:
 
     def sensors_for(self, principal: KafkaPrincipal, client_id: str, now_ms: int) -> ClientSensors:
         """The sensors this request is measured on (getOrCreateQuotaSensors)."""
-        if self.callback.quota_reset_required(self.quota_type):
+        if self._may_reset and self.callback.quota_reset_required(self.quota_type):
             self.refresh_limits()
         sensors = self._resolved.get((principal, client_id))
         if sensors is not None:
