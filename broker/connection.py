@@ -240,6 +240,13 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         throttling.finish_request(ctx)
+        stats = self.broker.throttle_stats.get(ctx.api_key)
+        if stats is None:
+            stats = self.broker.throttle_stats[ctx.api_key] = [0, 0, 0]
+        stats[0] += 1
+        if ctx.throttle_ms:
+            stats[1] += ctx.throttle_ms
+            stats[2] = max(stats[2], ctx.throttle_ms)
         if response is not None:
             sent_ns = time.monotonic_ns()
             if ctx.throttle_ms:

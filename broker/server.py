@@ -13,6 +13,7 @@ from broker.cluster import BrokerNode, ClusterState
 from broker.config import Endpoint
 from broker.connection import Connection
 from broker.throttling import build_quota_managers, now_ms
+from messages.registry import api_name
 from quotas.sensor import Metric
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class BrokerServer:
                 self.quota_managers.quota_changed(entity, key, value)
         quotas.store.listeners.append(self.quota_managers)
         self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
+        # Per API key: [responses, total throttle ms, max throttle ms] (RequestMetrics ThrottleTimeMs).
+        self.throttle_stats: dict[int, list[int]] = {}
         # Callbacks that end long-poll waits early (fetch), called when the broker stops.
         self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
@@ -105,7 +108,12 @@ class BrokerServer:
 
     def metrics(self) -> list[Metric]:
         """This broker's quota metrics, named and tagged as Apache Kafka's."""
-        return [replace(m, broker=self.node_id) for m in self.quota_managers.metrics(now_ms())]
+        found = self.quota_managers.metrics(now_ms())
+        for api_key, (count, total, most) in sorted(self.throttle_stats.items()):
+            tags = {"request": api_name(api_key)}
+            found.append(Metric("ThrottleTimeMs", "RequestMetrics", {**tags, "stat": "Mean"}, total / count))
+            found.append(Metric("ThrottleTimeMs", "RequestMetrics", {**tags, "stat": "Max"}, float(most)))
+        return [replace(m, broker=self.node_id) for m in found]
 
     async def stop(self, grace: float = 5.0) -> None:
         """Stops accepting, lets in-flight requests finish (up to `grace` s), closes."""

@@ -42,6 +42,11 @@ def response_class(api_key: int) -> Any:
     return _RESPONSES[api_key]
 
 
+def api_name(api_key: int) -> str:
+    """Kafka's name for an API, as in its metrics: "Produce", "DescribeClientQuotas"."""
+    return str(request_class(api_key).__name__).removesuffix("Request")
+
+
 def schema_versions(api_key: int) -> tuple[int, int]:
     """(min, max) versions of the upstream schema (Apache Kafka 4.x's supported range)."""
     low, high = request_class(api_key)._valid_versions
