@@ -26,6 +26,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--port", type=int, default=9092, help="listener port when `listeners` is not set")
     parser.add_argument("--brokers", type=int, default=1, help="brokers in the cluster (broker i on port+i)")
     parser.add_argument("--state-dir", help="keep quota configs (and later other state) in SQLite here (state.dir)")
+    parser.add_argument("--metrics-dir", help="write one Parquet row per request under DIR (metrics.dir)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -34,6 +35,8 @@ def build_config(args: argparse.Namespace) -> dict[str, str]:
     config = load_properties(args.config) if args.config else {}
     if args.state_dir:
         config["state.dir"] = args.state_dir
+    if args.metrics_dir:
+        config["metrics.dir"] = args.metrics_dir
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep:

@@ -40,6 +40,10 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "max.connections": ("2147483647", "int", "connections per broker; more wait unread until one closes"),
     "max.connections.per.ip": ("2147483647", "int", "connections per client address; more are closed"),
     "max.connections.per.ip.overrides": ("", "string", "per-address limits: host:count,host:count"),
+    "metrics.dir": ("", "string", "write one Parquet row per request here (empty: off)"),
+    "metrics.roll.rows": ("100000", "int", "rows per metrics file at most"),
+    "metrics.roll.ms": ("10000", "int", "a metrics file is written at least this often while requests arrive"),
+    "metrics.buffer.rows": ("400000", "int", "rows buffered before connections stop reading (backpressure)"),
     "fetch.max.bytes": ("57671680", "int", "largest fetch response (before quota caps)"),
 }
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from broker import throttling
 from broker.context import RequestContext
 from broker.handlers import HANDLERS, api_versions
+from broker.metrics_sink import request_row
 from protocol.headers import (
     MalformedRequest,
     decode_body,
@@ -151,6 +152,11 @@ class Connection(asyncio.Protocol):
             self._buffer += view[pos:]
         self._process()
 
+    def resume(self) -> None:
+        """Reads and handles again after a pause the broker imposed (metrics backlog)."""
+        if not self.closed:
+            self._process()
+
     def _update_reading(self) -> None:
         """Reading stops while muted or while too many requests are queued undecoded."""
         queued = len(self._pending)
@@ -158,7 +164,8 @@ class Connection(asyncio.Protocol):
             self._queue_full = True
         elif queued <= MAX_QUEUED_REQUESTS // 2:
             self._queue_full = False
-        pause = self._muted or self._queue_full
+        sink = self.broker.metrics_sink
+        pause = self._muted or self._queue_full or (sink is not None and sink.backlogged)
         if pause == self._reading_paused or self.transport is None or self.transport.is_closing():
             return
         self._reading_paused = pause
@@ -247,23 +254,34 @@ class Connection(asyncio.Protocol):
         if ctx.throttle_ms:
             stats[1] += ctx.throttle_ms
             stats[2] = max(stats[2], ctx.throttle_ms)
+        handler_ns = ctx.thread_ns()
+        size = encode_ns = 0
+        done_ns = time.monotonic_ns()
         if response is not None:
-            sent_ns = time.monotonic_ns()
             if ctx.throttle_ms:
                 response.throttle_time_ms = ctx.throttle_ms
             body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
-            self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id, body)
-            throttling.record_encoding(ctx, time.monotonic_ns() - sent_ns)
+            size = self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+            encode_ns = time.monotonic_ns() - done_ns
+            done_ns += encode_ns
+            throttling.record_encoding(ctx, encode_ns)
         if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
             manager, sensors = ctx.throttled_by
             manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())
             self._mute(ctx.throttle_ms, manager)
+        sink = self.broker.metrics_sink
+        if sink is not None:
+            sink.add(request_row(ctx, response, size, handler_ns + encode_ns, done_ns))
 
     def _send(
         self, response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
-    ) -> None:
-        if self.transport is not None and not self.closed:
-            self.transport.writelines(encode_response(response, api_key, api_version, correlation_id, body))
+    ) -> int:
+        """Writes the response; returns its size without the size prefix."""
+        if self.transport is None or self.closed:
+            return 0
+        header, encoded = encode_response(response, api_key, api_version, correlation_id, body)
+        self.transport.writelines((header, encoded))
+        return len(header) - 4 + len(encoded)
 
     def _mute(self, throttle_ms: int, manager: ClientQuotaManager) -> None:
         self._end_throttle()

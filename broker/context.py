@@ -37,6 +37,11 @@ class RequestContext:
     throttled_by: tuple[ClientQuotaManager, ClientSensors] | None = None
     quota_recorded: bool = False
     request_sensors: ClientSensors | None = None
+    quota_sensors: ClientSensors | None = None  # the byte-rate or mutation quota this request met
+    # For the metrics row, set by the produce and fetch handlers.
+    record_count: int | None = None
+    partition_count: int | None = None
+    acks: int | None = None
     encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
 
     @property

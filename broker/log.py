@@ -128,10 +128,14 @@ class PartitionLog:
     def read(self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to max_bytes (at least one
         batch when `min_one`, as KIP-74 requires). Offsets must be in range."""
+        return self.read_counted(offset, max_bytes, leader_epoch, min_one)[0]
+
+    def read_counted(self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True) -> tuple[bytes, int]:
+        """`read`, and how many records (offsets) the batches hold, for the metrics."""
         index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
         index = max(index, self._first)
         pieces: list[bytes | memoryview] = []
-        taken = 0
+        taken = records = 0
         while index < len(self._batches):
             stored = self._batches[index]
             size = len(stored.data)
@@ -140,8 +144,9 @@ class PartitionLog:
             pieces.append(batch_prefix(stored.base_offset, stored.data, leader_epoch))
             pieces.append(stored.data[16:])
             taken += size
+            records += stored.last_offset - stored.base_offset + 1
             index += 1
-        return b"".join(pieces)
+        return b"".join(pieces), records
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch whose max timestamp is >= `timestamp`.

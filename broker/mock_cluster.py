@@ -17,6 +17,7 @@ from broker.authorizer import Authorizer
 from broker.cluster import ClusterState, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
 from broker.groups import GroupCoordinator
+from broker.metrics_sink import MetricsSink
 from broker.quota_admin import QuotaAdmin
 from broker.server import BrokerServer
 from quotas.sensor import Metric
@@ -63,6 +64,17 @@ class MockCluster:
         state_dir = self.config.get_str("state.dir")
         self.quotas = QuotaAdmin(SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread)
         self.authorizer = Authorizer()
+        metrics_dir = self.config.get_str("metrics.dir")
+        self.metrics_sink = (
+            MetricsSink(
+                metrics_dir,
+                roll_rows=self.config.get_int("metrics.roll.rows"),
+                roll_ms=self.config.get_int("metrics.roll.ms"),
+                buffer_rows=self.config.get_int("metrics.buffer.rows"),
+            )
+            if metrics_dir
+            else None
+        )
         first_id = self.config.get_int("node.id")
         self.brokers = [
             BrokerServer(
@@ -73,6 +85,7 @@ class MockCluster:
                 self.authorizer,
                 _shift(listeners, i),
                 _shift(advertised, i),
+                self.metrics_sink,
             )
             for i in range(brokers)
         ]
@@ -90,6 +103,8 @@ class MockCluster:
         for broker in self.brokers:
             await broker.stop()
             broker.quota_managers.callback.close()
+        if self.metrics_sink is not None:
+            await self.metrics_sink.close()  # every answered request's row is on disk
         self.quotas.close()
 
     async def __aenter__(self) -> MockCluster:
@@ -162,7 +177,11 @@ class MockCluster:
     def metrics(self) -> list[Metric]:
         """Every broker's quota metrics (Kafka's names, groups and tags; `broker` says
         whose), e.g. byte-rate and throttle-time in group Produce per user/client-id."""
-        return self.on_loop(lambda: [m for broker in self.brokers for m in broker.metrics()])
+        def collect() -> list[Metric]:
+            found = [m for broker in self.brokers for m in broker.metrics()]
+            return found + (self.metrics_sink.metrics() if self.metrics_sink is not None else [])
+
+        return self.on_loop(collect)
 
     def on_loop(self, fn: Callable[[], T]) -> T:
         """Calls `fn` on the cluster's loop thread (state is only touched there) and returns its result."""

@@ -19,6 +19,7 @@ from quotas.sensor import Metric
 if TYPE_CHECKING:
     from broker.authorizer import Authorizer
     from broker.groups import GroupCoordinator
+    from broker.metrics_sink import MetricsSink
     from broker.quota_admin import QuotaAdmin
 
 log = logging.getLogger("broker.server")
@@ -34,6 +35,7 @@ class BrokerServer:
         authorizer: Authorizer,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
+        metrics_sink: MetricsSink | None = None,
     ) -> None:
         self.node_id = node_id
         self.cluster = cluster
@@ -43,6 +45,9 @@ class BrokerServer:
         self.listeners = listeners
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
+        self.metrics_sink = metrics_sink
+        if metrics_sink is not None:
+            metrics_sink.drained_listeners.append(self._resume_connections)
         self.connections: set[Connection] = set()
         # Quotas are enforced per broker, as in Kafka: each has its own sensors.
         self.quota_managers = build_quota_managers(cluster.config)
@@ -92,6 +97,11 @@ class BrokerServer:
         bound = self.bound[listener]
         host = bound.host if bound.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
         return Endpoint(listener, host, bound.port)
+
+    def _resume_connections(self) -> None:
+        """The metrics sink caught up: connections paused for it read again."""
+        for connection in list(self.connections):
+            connection.resume()
 
     def connection_closed(self, connection: Connection) -> None:
         """Frees the connection's slot and admits connections waiting for one."""

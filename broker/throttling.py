@@ -126,7 +126,7 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
     now = now_ms()
     bandwidth_ms, sensors = 0, None
     if managers.produce.enabled:
-        sensors = _sensors(ctx, managers.produce, now)
+        sensors = ctx.quota_sensors = _sensors(ctx, managers.produce, now)
         bandwidth_ms = managers.produce.record(sensors, ctx.request_bytes, now)
     request_ms = 0
     if acks == 0:
@@ -152,7 +152,7 @@ def record_fetch(ctx: RequestContext, response_size: int) -> bool:
     request_ms, _ = _record_request(ctx, now)
     bandwidth_ms, sensors = 0, None
     if managers.fetch.enabled:
-        sensors = _sensors(ctx, managers.fetch, now)
+        sensors = ctx.quota_sensors = _sensors(ctx, managers.fetch, now)
         bandwidth_ms = managers.fetch.record(sensors, response_size, now)
     if max(bandwidth_ms, request_ms) <= 0:
         return False
@@ -181,6 +181,7 @@ def charge_to(quota: ControllerMutationQuota) -> Charge:
 def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> None:
     """sendResponseMaybeThrottleWithControllerQuota."""
     ctx.quota_recorded = True
+    ctx.quota_sensors = quota.sensors
     now = now_ms()
     mutation_ms = quota.throttle_time_ms(now)
     request_ms, _ = _record_request(ctx, now)

@@ -54,7 +54,7 @@ class ClientSensors:
     """The sensors of one set of metric tags: what is measured against the quota, and
     the throttle times given out (Kafka's ClientSensors)."""
 
-    __slots__ = ("tags", "bound", "rate", "tokens", "throttle_time", "last_record_ms")
+    __slots__ = ("tags", "bound", "rate", "tokens", "throttle_time", "last_record_ms", "last_rate")
 
     def __init__(self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool) -> None:
         self.tags = tags
@@ -63,6 +63,7 @@ class ClientSensors:
         self.tokens = TokenBucket(config) if token_bucket else None
         self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
         self.last_record_ms = 0
+        self.last_rate: float | None = None  # measured at the last quota check
 
 
 class ClientQuotaManager:
@@ -127,6 +128,7 @@ class ClientQuotaManager:
         if bound is None:
             return 0
         observed, window_ms = rate.measure_with_window(now_ms)
+        sensors.last_rate = observed
         if observed <= bound:
             return 0
         if math.isnan(bound):

@@ -33,6 +33,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
     reached or an error to report, as Kafka answers errors at once) and the partitions read."""
     uses_ids = ctx.api_version >= 13
     remaining = max_bytes
+    ctx.record_count, ctx.partition_count = 0, sum(len(t.partitions) for t in request.topics)
     total = 0
     has_error = False
     read: list[Partition] = []
@@ -56,7 +57,10 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     error = OFFSET_OUT_OF_RANGE
                 elif wanted.fetch_offset < high_watermark and remaining > 0:
                     limit = min(wanted.partition_max_bytes, remaining)
-                    records = log.read(wanted.fetch_offset, limit, partition.leader_epoch, min_one=total == 0)
+                    records, count = log.read_counted(
+                        wanted.fetch_offset, limit, partition.leader_epoch, min_one=total == 0
+                    )
+                    ctx.record_count = (ctx.record_count or 0) + count
                     remaining -= len(records)
                     total += len(records)
             has_error = has_error or error != NONE

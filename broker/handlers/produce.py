@@ -27,7 +27,9 @@ LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch
 NodeEndpoint = ProduceResponse.NodeEndpoint
 
 
-def _append(partition: Any, records: bytes | None, max_batch_bytes: int) -> tuple[int, int, str | None]:
+def _append(
+    ctx: RequestContext, partition: Any, records: bytes | None, max_batch_bytes: int
+) -> tuple[int, int, str | None]:
     """(error code, base offset, error message) for one partition's records."""
     if records is None:
         return INVALID_RECORD, -1, "records are null"
@@ -39,9 +41,11 @@ def _append(partition: Any, records: bytes | None, max_batch_bytes: int) -> tupl
         if batch.size > max_batch_bytes:
             return MESSAGE_TOO_LARGE, -1, f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}"
     try:
-        return NONE, partition.log.append(batches), None
+        base_offset = partition.log.append(batches)
     except SequenceError as exc:
         return exc.code, -1, str(exc)
+    ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
+    return NONE, base_offset, None
 
 
 def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
@@ -51,7 +55,8 @@ def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    acks = request.acks
+    acks = ctx.acks = request.acks
+    ctx.record_count, ctx.partition_count = 0, sum(len(t.partition_data) for t in request.topic_data)
     uses_ids = ctx.api_version >= 13
     responses = []
     failed = False
@@ -70,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             elif topic is not None:
                 partition, error = led_partition(ctx, topic, data.index)
             if partition is not None:
-                error, base_offset, message = _append(partition, data.records, max_batch_bytes)
+                error, base_offset, message = _append(ctx, partition, data.records, max_batch_bytes)
             failed = failed or error != NONE
             extra = {}
             if error == NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:

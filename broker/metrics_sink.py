@@ -1,0 +1,250 @@
+"""The request-metrics sink: one row per request, to Parquet files Spark can read.
+
+Rows are buffered on the event loop as tuples (columns in spark/schema.py's order) and
+handed in batches to one writer thread, which writes each file under a hidden
+temporary name and renames it into `broker=<id>/date=<yyyy-mm-dd>/`: a reader only ever
+sees whole `.parquet` files, even after kill -9. Files roll by rows
+(`metrics.roll.rows`) and by time (`metrics.roll.ms`). The buffer is bounded
+(`metrics.buffer.rows`): when the writer falls behind, connections stop reading
+(backpressure) until it catches up, so no row is ever dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import datetime
+import itertools
+import logging
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from messages.registry import api_name
+from quotas.callback import ClientQuotaType
+from quotas.sensor import Metric
+from spark.schema import arrow_schema
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
+log = logging.getLogger("broker.metrics")
+
+Row = tuple[Any, ...]
+BROKER_COLUMN = 1  # index of broker_id in a row
+TS_COLUMN = 0
+# Monotonic request times to wall-clock microseconds.
+EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
+THROTTLE_CAUSE = {
+    ClientQuotaType.PRODUCE: "produce",
+    ClientQuotaType.FETCH: "fetch",
+    ClientQuotaType.REQUEST: "request",
+    ClientQuotaType.CONTROLLER_MUTATION: "mutation",
+}
+_API_NAMES: dict[int, str] = {}
+_ERROR_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
+
+
+class MetricsSink:
+    def __init__(
+        self,
+        directory: str | Path,
+        roll_rows: int = 100_000,
+        roll_ms: int = 10_000,
+        buffer_rows: int = 400_000,
+    ) -> None:
+        self.directory = Path(directory)
+        self.roll_rows = max(1, roll_rows)
+        self.roll_ms = max(1, roll_ms)
+        self.buffer_rows = max(self.roll_rows, buffer_rows)
+        self.schema = arrow_schema()
+        self._rows: list[Row] = []
+        self._writing_rows = 0  # handed to the writer, not yet on disk
+        self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="metrics-sink")
+        self._in_flight: set[asyncio.Future[Any]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sequence = itertools.count()
+        self._closed = False
+        # Called when the backlog has drained, so paused connections read again.
+        self.drained_listeners: list[Callable[[], None]] = []
+        self.rows_added = 0
+        self.rows_written = 0
+        self.files_written = 0
+        self.bytes_written = 0
+        self.write_errors = 0
+
+    @property
+    def backlogged(self) -> bool:
+        """True while more rows wait than `metrics.buffer.rows`: stop reading requests."""
+        return len(self._rows) + self._writing_rows >= self.buffer_rows
+
+    @property
+    def lag_rows(self) -> int:
+        return len(self._rows) + self._writing_rows
+
+    def add(self, row: Row) -> None:
+        self._rows.append(row)
+        self.rows_added += 1
+        if len(self._rows) >= self.roll_rows:
+            self._roll()
+        elif self._timer is None:
+            loop = self._loop = self._loop or asyncio.get_running_loop()
+            self._timer = loop.call_later(self.roll_ms / 1000, self._roll)
+
+    def _roll(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._rows:
+            return
+        rows, self._rows = self._rows, []
+        self._writing_rows += len(rows)
+        loop = self._loop = self._loop or asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor, self._write, rows, next(self._sequence))
+        self._in_flight.add(future)
+        future.add_done_callback(lambda done: self._written(done, rows))
+
+    def _written(self, done: asyncio.Future[Any], rows: list[Row]) -> None:
+        self._in_flight.discard(done)
+        was_backlogged = self.backlogged
+        self._writing_rows -= len(rows)
+        count = len(rows)
+        if done.cancelled() or done.exception() is not None:
+            # Kept for the next roll rather than lost: a full disk may recover.
+            self.write_errors += 1
+            log.error("writing %d metrics rows failed: %s", count, None if done.cancelled() else done.exception())
+            self._rows[:0] = rows
+            return
+        files, size = done.result()
+        self.rows_written += count
+        self.files_written += files
+        self.bytes_written += size
+        if was_backlogged and not self.backlogged:
+            for listener in self.drained_listeners:
+                listener()
+
+    def _write(self, rows: Sequence[Row], sequence: int) -> tuple[int, int]:
+        """Writer thread: one file per (broker, UTC date) among the rows."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        groups: dict[tuple[int, str], list[Row]] = {}
+        for row in rows:
+            day = datetime.datetime.fromtimestamp(row[TS_COLUMN] / 1e6, datetime.UTC).date().isoformat()
+            groups.setdefault((row[BROKER_COLUMN], day), []).append(row)
+        files = size = 0
+        for (broker_id, day), group in groups.items():
+            columns = list(zip(*group, strict=True))
+            arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)]
+            table = pa.Table.from_arrays(arrays, schema=self.schema)
+            folder = self.directory / f"broker={broker_id}" / f"date={day}"
+            folder.mkdir(parents=True, exist_ok=True)
+            name = f"part-{group[0][TS_COLUMN]:016d}-{os.getpid()}-{sequence:06d}.parquet"
+            temporary = folder / f".{name}.tmp"
+            pq.write_table(table, temporary)
+            os.replace(temporary, folder / name)
+            files += 1
+            size += (folder / name).stat().st_size
+        return files, size
+
+    async def close(self) -> None:
+        """Writes every buffered row and waits for the writer (SIGTERM, stop)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._roll()
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
+
+    def metrics(self) -> list[Metric]:
+        group = "metrics-sink"
+        return [
+            Metric("rows-added", group, {}, float(self.rows_added)),
+            Metric("rows-written", group, {}, float(self.rows_written)),
+            Metric("files-written", group, {}, float(self.files_written)),
+            Metric("bytes-written", group, {}, float(self.bytes_written)),
+            Metric("lag-rows", group, {}, float(self.lag_rows)),
+            Metric("write-errors", group, {}, float(self.write_errors)),
+        ]
+
+
+def request_row(ctx: RequestContext, response: Any, response_bytes: int, handler_ns: int, done_ns: int) -> Row:
+    """The metrics row of one answered request, columns in spark/schema.py's order."""
+    connection = ctx.connection
+    name = _API_NAMES.get(ctx.api_key)
+    if name is None:
+        name = _API_NAMES[ctx.api_key] = api_name(ctx.api_key)
+    cause = "none"
+    sensors = ctx.quota_sensors or ctx.request_sensors
+    if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
+        manager, sensors = ctx.throttled_by
+        cause = THROTTLE_CAUSE[manager.quota_type]
+    error_code, error_count = error_summary(response) if response is not None else (0, 0)
+    return (
+        (ctx.received_ns + EPOCH_OFFSET_NS) // 1000,
+        ctx.broker.node_id,
+        connection.listener,
+        connection.connection_id,
+        connection.peer[0],
+        str(connection.principal),
+        ctx.client_id,
+        connection.client_software_name or None,
+        connection.client_software_version or None,
+        ctx.api_key,
+        name,
+        ctx.api_version,
+        ctx.correlation_id,
+        ctx.request_bytes,
+        response_bytes,
+        handler_ns // 1000,
+        (done_ns - ctx.received_ns) // 1000,
+        ctx.throttle_ms,
+        cause,
+        sensors.tags.get("user") if sensors is not None else None,
+        sensors.tags.get("client-id") if sensors is not None else None,
+        sensors.bound if sensors is not None else None,
+        sensors.last_rate if sensors is not None else None,
+        error_code,
+        error_count,
+        ctx.record_count,
+        ctx.partition_count,
+        ctx.acks,
+    )
+
+
+def error_summary(response: Any) -> tuple[int, int]:
+    """(the top-level error code, else the first non-zero one; how many are non-zero),
+    walking the response's nested structs breadth first."""
+    first = count = 0
+    queue: deque[Any] = deque([response])
+    while queue:
+        item = queue.popleft()
+        has_error, nested = _error_fields(type(item))
+        if has_error:
+            code = getattr(item, "error_code", 0) or 0
+            if code:
+                count += 1
+                first = first or code
+        for field in nested:
+            value = getattr(item, field, None)
+            if isinstance(value, list):
+                queue.extend(value)
+            elif value is not None:
+                queue.append(value)
+    return first, count
+
+
+def _error_fields(cls: type) -> tuple[bool, tuple[str, ...]]:
+    """Whether a message class has error_code, and its struct (array) fields; cached."""
+    found = _ERROR_FIELDS.get(cls)
+    if found is None:
+        struct = getattr(cls, "_struct", None)
+        fields = struct.fields.values() if struct is not None else ()
+        nested = tuple(f.name for f in fields if f.is_struct() or f.is_struct_array())
+        found = _ERROR_FIELDS[cls] = (any(f.name == "error_code" for f in fields), nested)
+    return found

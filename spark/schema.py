@@ -1,0 +1,93 @@
+"""The request-metrics schema: the one contract between the broker's Parquet sink and the
+Spark jobs (and any other reader). Both build their schemas from `COLUMNS` here.
+
+One row per request, written after its response. Column names are fixed: tools rely
+on them. Bump SCHEMA_VERSION when a column changes; it is stored in every file's
+Parquet metadata under SCHEMA_VERSION_KEY.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+SCHEMA_VERSION_KEY = b"kafka_mock_broker.metrics_schema_version"
+
+THROTTLE_CAUSES = ("produce", "fetch", "request", "mutation", "none")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    kind: str  # timestamp_us, int16, int32, int64, double, string
+    nullable: bool
+    doc: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("ts", "timestamp_us", False, "when the request was received (UTC, microseconds)"),
+    Column("broker_id", "int32", False, "node id of the broker that answered"),
+    Column("listener", "string", False, "listener name the connection came in on"),
+    Column("connection_id", "int64", False, "broker-unique connection number"),
+    Column("client_host", "string", False, "client address"),
+    Column("principal", "string", False, "e.g. User:ANONYMOUS"),
+    Column("client_id", "string", True, "request header client id"),
+    Column("client_software_name", "string", True, "from ApiVersions v3+ (KIP-511)"),
+    Column("client_software_version", "string", True, "from ApiVersions v3+ (KIP-511)"),
+    Column("api_key", "int16", False, "request API key"),
+    Column("api_name", "string", False, "Kafka's API name, e.g. Produce"),
+    Column("api_version", "int16", False, "request API version"),
+    Column("correlation_id", "int32", False, "request header correlation id"),
+    Column("request_bytes", "int32", False, "request size: header and body, without the size prefix"),
+    Column("response_bytes", "int32", False, "response size without the size prefix; 0 when none was sent"),
+    Column("handler_us", "int64", False, "handler and encoding time (the request quota's measure)"),
+    Column("total_us", "int64", False, "received to response written"),
+    Column("throttle_time_ms", "int32", False, "throttle time sent (or muted, when no response)"),
+    Column("throttle_cause", "string", False, "produce, fetch, request, mutation or none"),
+    Column("quota_user", "string", True, "user metric tag of the quota that applied"),
+    Column("quota_client_id", "string", True, "client-id metric tag of the quota that applied"),
+    Column("quota_limit", "double", True, "its limit (bytes/s, percent, mutations/s); null: none"),
+    Column("quota_rate", "double", True, "its measured rate at this request"),
+    Column("error_code", "int16", False, "top-level error, else the first non-zero one"),
+    Column("error_count", "int32", False, "how many error codes in the response are non-zero"),
+    Column("record_count", "int32", True, "records produced or fetched (produce/fetch only)"),
+    Column("partition_count", "int32", True, "partitions in the request (produce/fetch only)"),
+    Column("acks", "int16", True, "produce acks (produce only)"),
+)
+
+COLUMN_NAMES = tuple(column.name for column in COLUMNS)
+
+_ARROW_TYPES = {
+    "timestamp_us": lambda pa: pa.timestamp("us", tz="UTC"),
+    "int16": lambda pa: pa.int16(),
+    "int32": lambda pa: pa.int32(),
+    "int64": lambda pa: pa.int64(),
+    "double": lambda pa: pa.float64(),
+    "string": lambda pa: pa.string(),
+}
+_SPARK_TYPES = {
+    "timestamp_us": "TimestampType",
+    "int16": "ShortType",
+    "int32": "IntegerType",
+    "int64": "LongType",
+    "double": "DoubleType",
+    "string": "StringType",
+}
+
+
+def arrow_schema() -> Any:
+    """The pyarrow schema the sink writes, with the schema version in its metadata."""
+    import pyarrow as pa
+
+    fields = [pa.field(c.name, _ARROW_TYPES[c.kind](pa), nullable=c.nullable) for c in COLUMNS]
+    return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
+
+
+def spark_schema() -> Any:
+    """The same schema as a pyspark StructType, given to readers up front."""
+    from pyspark.sql import types
+
+    return types.StructType(
+        [types.StructField(c.name, getattr(types, _SPARK_TYPES[c.kind])(), c.nullable) for c in COLUMNS]
+    )
