@@ -176,7 +176,10 @@ class Connection(asyncio.Protocol):
 
     # -- pipeline ------------------------------------------------------------
     def _process(self) -> None:
+        sink = self.broker.metrics_sink
         while self._pending and not self._busy and not self._muted and not self._write_paused and not self.closed:
+            if sink is not None and sink.backlogged:
+                break  # resumed when the sink drains
             self._handle_frame(self._pending.popleft())
         self._update_reading()
         if not self._busy and not self._pending:
@@ -191,9 +194,7 @@ class Connection(asyncio.Protocol):
                 raise MalformedRequest(f"unsupported API key {api_key}")
             if not spec.min_version <= api_version <= spec.max_version:
                 if api_key == API_VERSIONS:
-                    # KIP-511: an unknown ApiVersions version is answered in v0 so the
-                    # client can learn the supported range and retry.
-                    self._send(api_versions.unsupported_version_response(), api_key, 0, correlation_id)
+                    self._answer_unsupported_api_versions(api_key, api_version, correlation_id, len(frame), received_ns)
                     return
                 raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
             header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
@@ -227,6 +228,21 @@ class Connection(asyncio.Protocol):
             self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
         else:
             self._respond(ctx, result)
+
+    def _answer_unsupported_api_versions(
+        self, api_key: int, api_version: int, correlation_id: int, request_bytes: int, received_ns: int
+    ) -> None:
+        """KIP-511: an unknown ApiVersions version is answered in v0 so the client can
+        learn the supported range and retry."""
+        response = api_versions.unsupported_version_response()
+        size = self._send(response, api_key, 0, correlation_id)
+        sink = self.broker.metrics_sink
+        if sink is not None:
+            ctx = RequestContext(
+                self.broker, self, api_key, api_version, correlation_id, None, request_bytes, received_ns
+            )
+            done_ns = time.monotonic_ns()
+            sink.add(request_row(ctx, response, size, done_ns - received_ns, done_ns))
 
     async def _finish(self, ctx: RequestContext, pending: Any) -> None:
         try:

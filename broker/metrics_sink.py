@@ -112,23 +112,28 @@ class MetricsSink:
         self._in_flight.discard(done)
         was_backlogged = self.backlogged
         self._writing_rows -= len(rows)
-        count = len(rows)
         if done.cancelled() or done.exception() is not None:
-            # Kept for the next roll rather than lost: a full disk may recover.
-            self.write_errors += 1
-            log.error("writing %d metrics rows failed: %s", count, None if done.cancelled() else done.exception())
-            self._rows[:0] = rows
-            return
-        files, size = done.result()
-        self.rows_written += count
+            failed, files, size = rows, 0, 0
+            error: BaseException | None = None if done.cancelled() else done.exception()
+        else:
+            failed, files, size, error = done.result()
+        self.rows_written += len(rows) - len(failed)
         self.files_written += files
         self.bytes_written += size
+        if failed:
+            # Kept for the next roll rather than lost: a full disk may recover.
+            self.write_errors += 1
+            log.error("writing %d metrics rows failed (retried on the next roll): %s", len(failed), error)
+            self._rows[:0] = failed
+            if self._timer is None and not self._closed and self._loop is not None:
+                self._timer = self._loop.call_later(self.roll_ms / 1000, self._roll)
         if was_backlogged and not self.backlogged:
             for listener in self.drained_listeners:
                 listener()
 
-    def _write(self, rows: Sequence[Row], sequence: int) -> tuple[int, int]:
-        """Writer thread: one file per (broker, UTC date) among the rows."""
+    def _write(self, rows: Sequence[Row], sequence: int) -> tuple[list[Row], int, int, BaseException | None]:
+        """Writer thread: one file per (broker, UTC date) among the rows. Returns the rows
+        of files that failed (the others are on disk, so a retry never duplicates)."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -136,29 +141,42 @@ class MetricsSink:
         for row in rows:
             day = datetime.datetime.fromtimestamp(row[TS_COLUMN] / 1e6, datetime.UTC).date().isoformat()
             groups.setdefault((row[BROKER_COLUMN], day), []).append(row)
+        failed: list[Row] = []
+        error: BaseException | None = None
         files = size = 0
         for (broker_id, day), group in groups.items():
-            columns = list(zip(*group, strict=True))
-            arrays = [pa.array(column, type=field.type) for column, field in zip(columns, self.schema, strict=True)]
-            table = pa.Table.from_arrays(arrays, schema=self.schema)
-            folder = self.directory / f"broker={broker_id}" / f"date={day}"
-            folder.mkdir(parents=True, exist_ok=True)
-            name = f"part-{group[0][TS_COLUMN]:016d}-{os.getpid()}-{sequence:06d}.parquet"
-            temporary = folder / f".{name}.tmp"
-            pq.write_table(table, temporary)
-            os.replace(temporary, folder / name)
+            try:
+                columns = list(zip(*group, strict=True))
+                arrays = [pa.array(c, type=field.type) for c, field in zip(columns, self.schema, strict=True)]
+                table = pa.Table.from_arrays(arrays, schema=self.schema)
+                folder = self.directory / f"broker={broker_id}" / f"date={day}"
+                folder.mkdir(parents=True, exist_ok=True)
+                name = f"part-{group[0][TS_COLUMN]:016d}-{os.getpid()}-{sequence:06d}.parquet"
+                temporary = folder / f".{name}.tmp"
+                pq.write_table(table, temporary)
+                os.replace(temporary, folder / name)
+            except Exception as exc:  # reported and retried by the loop side
+                failed.extend(group)
+                error = exc
+                continue
             files += 1
             size += (folder / name).stat().st_size
-        return files, size
+        return failed, files, size, error
 
-    async def close(self) -> None:
-        """Writes every buffered row and waits for the writer (SIGTERM, stop)."""
+    async def close(self, attempts: int = 3) -> None:
+        """Writes every buffered row and waits for the writer (SIGTERM, stop); a failing
+        write is retried `attempts` times, then the rows left are reported as lost."""
         if self._closed:
             return
         self._closed = True
-        self._roll()
-        while self._in_flight:
-            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+        for _ in range(attempts):
+            self._roll()
+            while self._in_flight:
+                await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+            if not self._rows:
+                break
+        if self._rows:
+            log.error("%d metrics rows could not be written and are lost", len(self._rows))
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
 
     def metrics(self) -> list[Metric]:

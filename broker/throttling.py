@@ -183,6 +183,8 @@ def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> Non
     ctx.quota_recorded = True
     ctx.quota_sensors = quota.sensors
     now = now_ms()
+    if quota.sensors is not None:
+        quota.sensors.last_rate = quota.sensors.rate.measure(now)  # mutation-rate, for the metrics row
     mutation_ms = quota.throttle_time_ms(now)
     request_ms, _ = _record_request(ctx, now)
     _combine(ctx, ctx.broker.quota_managers.controller_mutation, quota.sensors, mutation_ms, request_ms)

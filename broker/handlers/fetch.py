@@ -86,6 +86,7 @@ def _respond(ctx: RequestContext, results: list[Any]) -> Any:
         return response
     body = response.encode(version=ctx.api_version)  # sent as is unless throttled
     if throttling.record_fetch(ctx, 4 + len(body)):
+        ctx.record_count = 0  # nothing is sent
         return ctx.response(throttle_time_ms=ctx.throttle_ms, error_code=NONE, session_id=0, responses=[])
     ctx.encoded = (response, body)
     return response
