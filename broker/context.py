@@ -42,6 +42,9 @@ class RequestContext:
     record_count: int | None = None
     partition_count: int | None = None
     acks: int | None = None
+    # Set by handlers that count their errors as they go (else the row walks the response).
+    error_code: int | None = None
+    error_count: int = 0
     encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
 
     @property
@@ -64,6 +67,11 @@ class RequestContext:
         if self.resumed_ns is None:
             return self.handler_ns
         return self.handler_ns + time.monotonic_ns() - self.resumed_ns
+
+    def count_error(self, code: int) -> None:
+        self.error_count += 1
+        if not self.error_code:
+            self.error_code = code
 
     def response(self, **fields: Any) -> Any:
         """A response of this request's API and version; unset fields take schema defaults."""

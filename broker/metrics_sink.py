@@ -202,7 +202,10 @@ def request_row(ctx: RequestContext, response: Any, response_bytes: int, handler
     if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
         manager, sensors = ctx.throttled_by
         cause = THROTTLE_CAUSE[manager.quota_type]
-    error_code, error_count = error_summary(response) if response is not None else (0, 0)
+    if ctx.error_code is not None:
+        error_code, error_count = ctx.error_code, ctx.error_count
+    else:
+        error_code, error_count = error_summary(response) if response is not None else (0, 0)
     return (
         (ctx.received_ns + EPOCH_OFFSET_NS) // 1000,
         ctx.broker.node_id,

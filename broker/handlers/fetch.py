@@ -34,6 +34,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
     uses_ids = ctx.api_version >= 13
     remaining = max_bytes
     ctx.record_count, ctx.partition_count = 0, sum(len(t.partitions) for t in request.topics)
+    ctx.error_code = ctx.error_count = 0  # counted here: the metrics row need not walk the response
     total = 0
     has_error = False
     read: list[Partition] = []
@@ -63,7 +64,9 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     ctx.record_count = (ctx.record_count or 0) + count
                     remaining -= len(records)
                     total += len(records)
-            has_error = has_error or error != NONE
+            if error != NONE:
+                has_error = True
+                ctx.count_error(error)
             partitions.append(
                 PartitionResult(
                     partition_index=wanted.partition,
@@ -86,7 +89,7 @@ def _respond(ctx: RequestContext, results: list[Any]) -> Any:
         return response
     body = response.encode(version=ctx.api_version)  # sent as is unless throttled
     if throttling.record_fetch(ctx, 4 + len(body)):
-        ctx.record_count = 0  # nothing is sent
+        ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
         return ctx.response(throttle_time_ms=ctx.throttle_ms, error_code=NONE, session_id=0, responses=[])
     ctx.encoded = (response, body)
     return response

@@ -57,6 +57,7 @@ def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = ctx.acks = request.acks
     ctx.record_count, ctx.partition_count = 0, sum(len(t.partition_data) for t in request.topic_data)
+    ctx.error_code = ctx.error_count = 0  # counted here: the metrics row need not walk the response
     uses_ids = ctx.api_version >= 13
     responses = []
     failed = False
@@ -76,7 +77,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 partition, error = led_partition(ctx, topic, data.index)
             if partition is not None:
                 error, base_offset, message = _append(ctx, partition, data.records, max_batch_bytes)
-            failed = failed or error != NONE
+            if error != NONE:
+                failed = True
+                ctx.count_error(error)
             extra = {}
             if error == NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
