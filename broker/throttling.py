@@ -54,15 +54,16 @@ def _per_ip_overrides(spec: str) -> dict[str, int]:
 
 
 def build_quota_managers(config: BrokerConfig, callback: ClientQuotaCallback | None = None) -> QuotaManagers:
+    window = _window_config(config, "quota")
     connections = ConnectionQuotas(
-        _window_config(config, "quota"),
+        window,
         config.get_int("max.connections"),
         config.get_int("max.connections.per.ip"),
         _per_ip_overrides(config.get_str("max.connections.per.ip.overrides")),
     )
     return QuotaManagers(
         callback or DefaultQuotaCallback(),
-        _window_config(config, "quota"),
+        window,
         _window_config(config, "controller.quota"),
         connections,
     )
@@ -78,14 +79,13 @@ def _throttle(ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientS
     ctx.throttled_by = (manager, sensors)
 
 
-def _record_request(ctx: RequestContext, now: int) -> tuple[int, ClientSensors | None]:
-    """Request quota on the handler's thread time so far (0 when disabled)."""
+def _record_request(ctx: RequestContext, now: int) -> int:
+    """Request quota on the handler's thread time so far; its throttle (0 when disabled)."""
     request = ctx.broker.quota_managers.request
     if not request.enabled:
-        return 0, None
-    sensors = _sensors(ctx, request, now)
-    ctx.request_sensors = sensors
-    return request.record(sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now), sensors
+        return 0
+    sensors = ctx.request_sensors = _sensors(ctx, request, now)
+    return request.record(sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)
 
 
 def finish_request(ctx: RequestContext) -> None:
@@ -93,10 +93,7 @@ def finish_request(ctx: RequestContext) -> None:
     if ctx.quota_recorded:
         return
     ctx.quota_recorded = True
-    now = now_ms()
-    throttle, sensors = _record_request(ctx, now)
-    if throttle > 0 and sensors is not None:
-        _throttle(ctx, ctx.broker.quota_managers.request, sensors, throttle)
+    _combine(ctx, ctx.broker.quota_managers.request, None, 0, _record_request(ctx, now_ms()))
 
 
 def record_encoding(ctx: RequestContext, nanos: int) -> None:
@@ -133,7 +130,7 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
         if managers.request.enabled:
             managers.request.record_exempt(ctx.thread_ns(), now)
     else:
-        request_ms, _ = _record_request(ctx, now)
+        request_ms = _record_request(ctx, now)
     _combine(ctx, managers.produce, sensors, bandwidth_ms, request_ms)
 
 
@@ -149,7 +146,7 @@ def record_fetch(ctx: RequestContext, response_size: int) -> bool:
     ctx.quota_recorded = True
     managers = ctx.broker.quota_managers
     now = now_ms()
-    request_ms, _ = _record_request(ctx, now)
+    request_ms = _record_request(ctx, now)
     bandwidth_ms, sensors = 0, None
     if managers.fetch.enabled:
         sensors = ctx.quota_sensors = _sensors(ctx, managers.fetch, now)
@@ -186,5 +183,5 @@ def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> Non
     if quota.sensors is not None:
         quota.sensors.last_rate = quota.sensors.rate.measure(now)  # mutation-rate, for the metrics row
     mutation_ms = quota.throttle_time_ms(now)
-    request_ms, _ = _record_request(ctx, now)
+    request_ms = _record_request(ctx, now)
     _combine(ctx, ctx.broker.quota_managers.controller_mutation, quota.sensors, mutation_ms, request_ms)

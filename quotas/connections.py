@@ -95,10 +95,9 @@ class ConnectionQuotas:
             sensors.last_record_ms = now_ms
             rate = sensors.rate
             rate.record(1.0, now_ms)
-            observed = rate.measure(now_ms)
+            observed, window = rate.measure_with_window(now_ms)
             throttle = 0
             if observed > limit:
-                window = rate.window_size_ms(now_ms)
                 throttle = min(throttle_time_ms(observed, limit, window), self.config.window_ms)
             if throttle > 0:  # a violation that rounds to 0 ms is accepted, as in Kafka
                 rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate
