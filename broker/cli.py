@@ -25,7 +25,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1", help="listener host when `listeners` is not set")
     parser.add_argument("--port", type=int, default=9092, help="listener port when `listeners` is not set")
     parser.add_argument("--brokers", type=int, default=1, help="brokers in the cluster (broker i on port+i)")
-    parser.add_argument("--state-dir", help="keep quota configs (and later other state) in SQLite here (state.dir)")
+    parser.add_argument(
+        "--state-dir", help="keep quota configs (and later other state) in SQLite here (state.dir)"
+    )
     parser.add_argument("--metrics-dir", help="write one Parquet row per request under DIR (metrics.dir)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
@@ -67,7 +69,9 @@ async def serve(cluster: MockCluster) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        level=args.log_level.upper(),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
     try:
         cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)

@@ -65,7 +65,9 @@ def validate_topic_name(name: str) -> None:
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         raise ClusterError(17, f"Topic name {name!r} is longer than {MAX_TOPIC_NAME_LENGTH} characters")
     if not _LEGAL_TOPIC.match(name):
-        raise ClusterError(17, f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'")
+        raise ClusterError(
+            17, f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'"
+        )
 
 
 class ClusterState:
@@ -142,7 +144,9 @@ class ClusterState:
             index = len(topic.partitions)
             first = (start + index) % len(brokers)
             replicas = [brokers[(first + r) % len(brokers)] for r in range(replication_factor)]
-            topic.partitions.append(Partition(topic.name, index, replicas[0], replicas, PartitionLog(retention)))
+            topic.partitions.append(
+                Partition(topic.name, index, replicas[0], replicas, PartitionLog(retention))
+            )
 
     def create_partitions(
         self, name: str, total: int, validate_only: bool = False, charge: Charge | None = None
@@ -152,7 +156,9 @@ class ClusterState:
             raise ClusterError(3, f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
         if total < current:
-            raise ClusterError(37, f"Topic currently has {current} partitions, which is higher than the requested {total}.")
+            raise ClusterError(
+                37, f"Topic currently has {current} partitions, which is higher than the requested {total}."
+            )
         if total == current:
             raise ClusterError(37, f"Topic already has {current} partitions.")
         if charge is not None:

@@ -32,7 +32,16 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.max.size": ("2147483647", "int", "largest number of members in one group"),
     "offset.metadata.max.bytes": ("4096", "int", "largest metadata string of a committed offset"),
     "offsets.topic.num.partitions": ("50", "int", "partitions of __consumer_offsets (coordinator choice)"),
-    "state.dir": ("", "string", "directory for state that survives restarts (quota configs); empty: in memory"),
+    "sasl.users.file": (
+        "",
+        "string",
+        "JSON {user: password}: PLAIN passwords, SCRAM credentials derived at load",
+    ),
+    "state.dir": (
+        "",
+        "string",
+        "directory for state that survives restarts (quota configs); empty: in memory",
+    ),
     "quota.window.num": ("11", "int", "samples kept by quota sensors"),
     "quota.window.size.seconds": ("1", "int", "length of one quota sample"),
     "controller.quota.window.num": ("11", "int", "samples of the controller mutation token bucket"),
@@ -42,12 +51,37 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "max.connections.per.ip.overrides": ("", "string", "per-address limits: host:count,host:count"),
     "metrics.dir": ("", "string", "write one Parquet row per request here (empty: off)"),
     "metrics.roll.rows": ("100000", "int", "rows per metrics file at most"),
-    "metrics.roll.ms": ("10000", "int", "a metrics file is written at least this often while requests arrive"),
+    "metrics.roll.ms": (
+        "10000",
+        "int",
+        "a metrics file is written at least this often while requests arrive",
+    ),
     "metrics.buffer.rows": ("400000", "int", "rows buffered before connections stop reading (backpressure)"),
     "fetch.max.bytes": ("57671680", "int", "largest fetch response (before quota caps)"),
+    "sasl.enabled.mechanisms": (
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "list",
+        "mechanisms SASL listeners offer (Kafka's default is GSSAPI, which this broker lacks)",
+    ),
+    "connection.failed.authentication.delay.ms": (
+        "100",
+        "int",
+        "a failed authentication is answered this late",
+    ),
+    "ssl.certfile": ("", "string", "PEM certificate chain of SSL and SASL_SSL listeners"),
+    "ssl.keyfile": ("", "string", "PEM private key (default: in ssl.certfile)"),
+    "ssl.key.password": ("", "password", "password of an encrypted ssl.keyfile"),
+    "ssl.cafile": ("", "string", "PEM CA certificates that client certificates are checked against"),
+    "ssl.client.auth": ("none", "string", "client certificates: required, requested or none"),
+    "authorizer.enabled": (
+        "false",
+        "boolean",
+        "refuse quota, config and credential changes to non-super users",
+    ),
+    "super.users": ("", "list", "principals allowed everything: User:admin;User:ops"),
 }
 
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +144,15 @@ class BrokerConfig:
     def get_bool(self, key: str) -> bool:
         return self.values[key].strip().lower() == "true"
 
+    def for_listener(self, listener: str, key: str) -> str:
+        """`key` as set for one listener (`listener.name.<name>.<key>`, as Kafka allows for
+        ssl.* and sasl.* settings), else the broker-wide value."""
+        return self.values.get(f"listener.name.{listener.lower()}.{key}") or self.get_str(key)
+
     def security_protocol(self, listener: str) -> str:
         mapping = dict(
-            item.split(":", 1) for item in self.get_str("listener.security.protocol.map").split(",") if ":" in item
+            item.split(":", 1)
+            for item in self.get_str("listener.security.protocol.map").split(",")
+            if ":" in item
         )
         return mapping.get(listener, listener).upper()

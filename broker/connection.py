@@ -14,12 +14,16 @@ import logging
 import struct
 import time
 from collections import deque
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker import throttling
 from broker.context import RequestContext
 from broker.handlers import HANDLERS, api_versions
 from broker.metrics_sink import request_row
+from broker.sasl import IllegalSaslState, SaslSession, new_session
+from broker.scram import SaslAuthenticationError
+from broker.tls import peer_principal
 from protocol.headers import (
     MalformedRequest,
     decode_body,
@@ -41,6 +45,7 @@ _SIZE = struct.Struct(">i")
 # Stop reading from a client that has this many undecoded requests queued.
 MAX_QUEUED_REQUESTS = 64
 API_VERSIONS = 18
+CLOSE_LINGER_S = 0.05  # between a failed authentication's answer and the close
 
 
 class Connection(asyncio.Protocol):
@@ -58,6 +63,9 @@ class Connection(asyncio.Protocol):
         self.client_software_name = ""
         self.client_software_version = ""
         self.principal: KafkaPrincipal = ANONYMOUS
+        # Until authentication completes on a SASL listener; None afterwards and elsewhere.
+        self.sasl: SaslSession | None = new_session(broker.cluster.config, listener, broker.credentials)
+        self._close_after_response = False
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
         self._busy = False
@@ -80,6 +88,8 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = (peer[0], peer[1])
+        if self.sasl is None:
+            self.principal = peer_principal(transport.get_extra_info("ssl_object"))
         self.broker.connections.add(self)
         self.admit()
 
@@ -87,7 +97,9 @@ class Connection(asyncio.Protocol):
         """Connection quotas at accept time (Kafka's ConnectionQuotas.inc): wait unread
         for a free slot under max.connections, close after the throttle time when over
         the ip's connection_creation_rate, close at once over max.connections.per.ip."""
-        decision = self.broker.quota_managers.connections.admit(self.peer[0], throttling.now_ms(), self.listener)
+        decision = self.broker.quota_managers.connections.admit(
+            self.peer[0], throttling.now_ms(), self.listener
+        )
         if decision.admission is Admission.ACCEPT:
             self.admitted = True
             if self._muted:
@@ -98,8 +110,14 @@ class Connection(asyncio.Protocol):
         if decision.admission is Admission.WAIT:
             self.broker.waiting_connections.append(self)
         elif decision.admission is Admission.THROTTLE:
-            log.info("closing %s after %d ms: over its connection creation rate", self.describe(), decision.throttle_ms)
-            self._unmute_handle = asyncio.get_running_loop().call_later(decision.throttle_ms / 1000, self.close)
+            log.info(
+                "closing %s after %d ms: over its connection creation rate",
+                self.describe(),
+                decision.throttle_ms,
+            )
+            self._unmute_handle = asyncio.get_running_loop().call_later(
+                decision.throttle_ms / 1000, self.close
+            )
         else:
             self.admitted = True
             log.info("closing %s: address has max.connections.per.ip connections", self.describe())
@@ -177,7 +195,13 @@ class Connection(asyncio.Protocol):
     # -- pipeline ------------------------------------------------------------
     def _process(self) -> None:
         sink = self.broker.metrics_sink
-        while self._pending and not self._busy and not self._muted and not self._write_paused and not self.closed:
+        while (
+            self._pending
+            and not self._busy
+            and not self._muted
+            and not self._write_paused
+            and not self.closed
+        ):
             if sink is not None and sink.backlogged:
                 break  # resumed when the sink drains
             self._handle_frame(self._pending.popleft())
@@ -187,6 +211,10 @@ class Connection(asyncio.Protocol):
 
     def _handle_frame(self, frame: memoryview) -> None:
         received_ns = time.monotonic_ns()
+        sasl = self.sasl
+        if sasl is not None and sasl.raw_tokens:
+            self._handle_raw_token(sasl, frame)
+            return
         try:
             api_key, api_version, correlation_id = peek_header(frame)
             spec = HANDLERS.get(api_key)
@@ -194,12 +222,16 @@ class Connection(asyncio.Protocol):
                 raise MalformedRequest(f"unsupported API key {api_key}")
             if not spec.min_version <= api_version <= spec.max_version:
                 if api_key == API_VERSIONS:
-                    self._answer_unsupported_api_versions(api_key, api_version, correlation_id, len(frame), received_ns)
+                    self._answer_unsupported_api_versions(
+                        api_key, api_version, correlation_id, len(frame), received_ns
+                    )
                     return
                 raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
+            if sasl is not None:
+                sasl.check_request(api_key)
             header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
             request = decode_body(api_key, api_version, frame[body_offset:])
-        except MalformedRequest as exc:
+        except (MalformedRequest, IllegalSaslState) as exc:
             log.warning("closing %s: %s", self.describe(), exc)
             self.close()
             return
@@ -214,6 +246,8 @@ class Connection(asyncio.Protocol):
             len(frame),
             received_ns,
             resumed_ns=received_ns,
+            # No quotas while authenticating: Kafka's authenticator runs before KafkaApis.
+            quota_recorded=sasl is not None,
         )
         try:
             result = spec.handler(ctx, request)
@@ -228,6 +262,47 @@ class Connection(asyncio.Protocol):
             self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
         else:
             self._respond(ctx, result)
+
+    def _handle_raw_token(self, sasl: SaslSession, token: memoryview) -> None:
+        """After a SaslHandshake v0 the client sends bare SASL tokens and gets bare
+        challenges back; a failure closes the connection unanswered, as in Kafka."""
+        try:
+            challenge = sasl.evaluate(bytes(token))
+        except SaslAuthenticationError as exc:
+            log.warning("closing %s: SASL authentication failed: %s", self.describe(), exc)
+            self.close()
+            return
+        if self.transport is not None:
+            self.transport.writelines((_SIZE.pack(len(challenge)), challenge))
+        if sasl.complete:
+            self.authenticated(sasl)
+
+    def authenticated(self, sasl: SaslSession) -> None:
+        """Authentication succeeded: requests are now served as the SASL principal."""
+        self.principal = sasl.principal
+        self.sasl = None
+
+    def fail_authentication(self, response: Any) -> Coroutine[Any, Any, Any]:
+        """Answers a failed handshake or authentication after
+        `connection.failed.authentication.delay.ms` and then closes, as Kafka's delayed
+        close does (it slows down password guessing)."""
+        self._close_after_response = True
+        delay_s = self.broker.cluster.config.get_int("connection.failed.authentication.delay.ms") / 1000
+
+        async def delayed() -> Any:
+            await asyncio.sleep(delay_s)
+            return response
+
+        return delayed()
+
+    def _close_soon(self) -> None:
+        """Stops reading and closes a moment after the last response, so the client
+        reads that response before it sees the connection end (kafka-python 3 drops data
+        that arrives together with the FIN)."""
+        self._pending.clear()
+        self._muted = True
+        self._update_reading()
+        self._unmute_handle = asyncio.get_running_loop().call_later(CLOSE_LINGER_S, self.close)
 
     def _answer_unsupported_api_versions(
         self, api_key: int, api_version: int, correlation_id: int, request_bytes: int, received_ns: int
@@ -281,6 +356,8 @@ class Connection(asyncio.Protocol):
             encode_ns = time.monotonic_ns() - done_ns
             done_ns += encode_ns
             throttling.record_encoding(ctx, encode_ns)
+        if self._close_after_response:
+            self._close_soon()
         if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
             manager, sensors = ctx.throttled_by
             manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())

@@ -93,7 +93,9 @@ class PartitionLog:
         state = self._producers.get(batch.producer_id)
         if state is None:
             if batch.base_sequence != 0:
-                raise SequenceError(45, f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}")
+                raise SequenceError(
+                    45, f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}"
+                )
             return None
         if batch.producer_epoch < state.epoch:
             raise SequenceError(47, f"producer epoch {batch.producer_epoch} is older than {state.epoch}")
@@ -130,7 +132,9 @@ class PartitionLog:
         batch when `min_one`, as KIP-74 requires). Offsets must be in range."""
         return self.read_counted(offset, max_bytes, leader_epoch, min_one)[0]
 
-    def read_counted(self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True) -> tuple[bytes, int]:
+    def read_counted(
+        self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True
+    ) -> tuple[bytes, int]:
         """`read`, and how many records (offsets) the batches hold, for the metrics."""
         index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
         index = max(index, self._first)

@@ -191,7 +191,9 @@ class MetricsSink:
         ]
 
 
-def request_row(ctx: RequestContext, response: Any, response_bytes: int, handler_ns: int, done_ns: int) -> Row:
+def request_row(
+    ctx: RequestContext, response: Any, response_bytes: int, handler_ns: int, done_ns: int
+) -> Row:
     """The metrics row of one answered request, columns in spark/schema.py's order."""
     connection = ctx.connection
     name = _API_NAMES.get(ctx.api_key)

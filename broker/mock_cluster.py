@@ -16,10 +16,13 @@ from typing import Any, TypeVar
 from broker.authorizer import Authorizer
 from broker.cluster import ClusterState, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
+from broker.credentials import CredentialStore
 from broker.groups import GroupCoordinator
 from broker.metrics_sink import MetricsSink
 from broker.quota_admin import QuotaAdmin
+from broker.sasl import enabled_mechanisms
 from broker.server import BrokerServer
+from broker.tls import server_context
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
 
@@ -55,15 +58,21 @@ class MockCluster:
         for endpoint in listeners:
             protocol = self.config.security_protocol(endpoint.listener)
             if protocol not in SUPPORTED_SECURITY_PROTOCOLS:
-                raise ValueError(f"listener {endpoint}: security protocol {protocol} is not supported yet")
+                raise ValueError(f"listener {endpoint}: security protocol {protocol} is not supported")
+            if protocol.startswith("SASL_"):
+                enabled_mechanisms(self.config, endpoint.listener)  # fails early on an unknown one
+            server_context(self.config, endpoint.listener)  # and on missing or bad TLS files
         advertised = parse_endpoints(self.config.get_str("advertised.listeners"))
         self.state = ClusterState(self.config)
         self.groups = GroupCoordinator(self.state)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         state_dir = self.config.get_str("state.dir")
-        self.quotas = QuotaAdmin(SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread)
-        self.authorizer = Authorizer()
+        self.quotas = QuotaAdmin(
+            SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread
+        )
+        self.credentials = CredentialStore.from_config(self.config, run=self._call_from_thread)
+        self.authorizer = Authorizer.from_config(self.config)
         metrics_dir = self.config.get_str("metrics.dir")
         self.metrics_sink = (
             MetricsSink(
@@ -82,6 +91,7 @@ class MockCluster:
                 self.state,
                 self.groups,
                 self.quotas,
+                self.credentials,
                 self.authorizer,
                 _shift(listeners, i),
                 _shift(advertised, i),
@@ -106,6 +116,7 @@ class MockCluster:
         if self.metrics_sink is not None:
             await self.metrics_sink.close()  # every answered request's row is on disk
         self.quotas.close()
+        self.credentials.close()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()
@@ -155,15 +166,24 @@ class MockCluster:
     # -- what harnesses use --------------------------------------------------
     @property
     def bootstrap_servers(self) -> str:
+        """host:port of every running broker on the first listener."""
+        return self.bootstrap_for(self.brokers[0].listeners[0].listener)
+
+    def bootstrap_for(self, listener: str) -> str:
+        """host:port of every running broker on `listener` (e.g. "SASL_SSL")."""
         return ",".join(
             f"{e.host}:{e.port}"
             for b in self.brokers
             if b.running
-            for e in [b.advertised_endpoint(b.listeners[0].listener)]
+            for e in [b.advertised_endpoint(listener.upper())]
         )
 
     def create_topic(
-        self, name: str, partitions: int = 1, replication_factor: int = 1, config: dict[str, str] | None = None
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: dict[str, str] | None = None,
     ) -> Topic:
         """Creates a topic directly in the cluster state (no request, no quotas)."""
 
@@ -177,6 +197,7 @@ class MockCluster:
     def metrics(self) -> list[Metric]:
         """Every broker's quota metrics (Kafka's names, groups and tags; `broker` says
         whose), e.g. byte-rate and throttle-time in group Produce per user/client-id."""
+
         def collect() -> list[Metric]:
             found = [m for broker in self.brokers for m in broker.metrics()]
             return found + (self.metrics_sink.metrics() if self.metrics_sink is not None else [])

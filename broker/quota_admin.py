@@ -31,7 +31,9 @@ HOST_LOOKUP_TIMEOUT_S = 2.0
 
 class QuotaAdmin:
     def __init__(
-        self, storage: SqliteQuotaStorage | None = None, run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None
+        self,
+        storage: SqliteQuotaStorage | None = None,
+        run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
     ) -> None:
         """`run` executes a coroutine on the cluster's loop for synchronous callers (the
         thread-backed cluster); without it only the async API is available."""
@@ -40,7 +42,9 @@ class QuotaAdmin:
         self._run = run
         self._lock = asyncio.Lock()
         self._executor = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="quota-store") if storage is not None else None
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="quota-store")
+            if storage is not None
+            else None
         )
         if storage is not None:
             self.store.apply(storage.load())
@@ -52,7 +56,9 @@ class QuotaAdmin:
             plan = self.store.plan(alterations, lambda name: is_ip_literal(name) or name in hosts)
             if not validate_only and plan.changes:
                 if self.storage is not None:
-                    await asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, plan.changes)
+                    await asyncio.get_running_loop().run_in_executor(
+                        self._executor, self.storage.write, plan.changes
+                    )
                 self.store.apply(plan.changes)
         return plan
 
@@ -124,7 +130,9 @@ async def _resolvable_hosts(alterations: Iterable[Alteration]) -> set[str]:
     resolvable = set()
     for name in names:
         try:
-            await asyncio.wait_for(loop.getaddrinfo(name, None, type=socket.SOCK_STREAM), HOST_LOOKUP_TIMEOUT_S)
+            await asyncio.wait_for(
+                loop.getaddrinfo(name, None, type=socket.SOCK_STREAM), HOST_LOOKUP_TIMEOUT_S
+            )
         except (OSError, TimeoutError, UnicodeError):
             continue
         resolvable.add(name)

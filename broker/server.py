@@ -13,11 +13,13 @@ from broker.cluster import BrokerNode, ClusterState
 from broker.config import Endpoint
 from broker.connection import Connection
 from broker.throttling import build_quota_managers, now_ms
+from broker.tls import server_context
 from messages.registry import api_name
 from quotas.sensor import Metric
 
 if TYPE_CHECKING:
     from broker.authorizer import Authorizer
+    from broker.credentials import CredentialStore
     from broker.groups import GroupCoordinator
     from broker.metrics_sink import MetricsSink
     from broker.quota_admin import QuotaAdmin
@@ -32,6 +34,7 @@ class BrokerServer:
         cluster: ClusterState,
         groups: GroupCoordinator,
         quotas: QuotaAdmin,
+        credentials: CredentialStore,
         authorizer: Authorizer,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
@@ -41,6 +44,7 @@ class BrokerServer:
         self.cluster = cluster
         self.groups = groups
         self.quotas = quotas
+        self.credentials = credentials
         self.authorizer = authorizer
         self.listeners = listeners
         self._advertised = advertised or []
@@ -74,6 +78,7 @@ class BrokerServer:
                 endpoint.host or None,
                 endpoint.port,
                 reuse_address=True,
+                ssl=server_context(self.cluster.config, endpoint.listener),
             )
             port = server.sockets[0].getsockname()[1]
             self.bound[endpoint.listener] = Endpoint(endpoint.listener, endpoint.host, port)

@@ -73,7 +73,9 @@ def _sensors(ctx: RequestContext, manager: ClientQuotaManager, now: int) -> Clie
     return manager.sensors_for(ctx.connection.principal, ctx.client_id or "", now)
 
 
-def _throttle(ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientSensors, throttle_ms: int) -> None:
+def _throttle(
+    ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientSensors, throttle_ms: int
+) -> None:
     """The response carries `throttle_ms` and `manager` mutes the connection for it."""
     ctx.throttle_ms = throttle_ms
     ctx.throttled_by = (manager, sensors)
@@ -100,11 +102,17 @@ def record_encoding(ctx: RequestContext, nanos: int) -> None:
     """Network-thread time (here: encoding and writing the response), recorded without a
     quota check, as Kafka records it after the response is sent."""
     if ctx.request_sensors is not None:
-        ctx.broker.quota_managers.request.record_no_throttle(ctx.request_sensors, nanos * NANOS_TO_PERCENTAGE, now_ms())
+        ctx.broker.quota_managers.request.record_no_throttle(
+            ctx.request_sensors, nanos * NANOS_TO_PERCENTAGE, now_ms()
+        )
 
 
 def _combine(
-    ctx: RequestContext, manager: ClientQuotaManager, sensors: ClientSensors | None, bandwidth_ms: int, request_ms: int
+    ctx: RequestContext,
+    manager: ClientQuotaManager,
+    sensors: ClientSensors | None,
+    bandwidth_ms: int,
+    request_ms: int,
 ) -> None:
     """Both quotas may be violated: the larger throttle wins and only its manager mutes."""
     if max(bandwidth_ms, request_ms) <= 0:
@@ -136,7 +144,9 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
 
 def fetch_max_bytes(ctx: RequestContext, requested: int) -> int:
     """A fetch never asks for more than the client's quota allows in (samples - 1) windows."""
-    window_bytes = ctx.broker.quota_managers.fetch.max_value_in_quota_window(ctx.connection.principal, ctx.client_id or "")
+    window_bytes = ctx.broker.quota_managers.fetch.max_value_in_quota_window(
+        ctx.connection.principal, ctx.client_id or ""
+    )
     return int(min(requested, ctx.config.get_int("fetch.max.bytes"), window_bytes, INT32_MAX))
 
 

@@ -9,7 +9,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # DescribeConfigs config_type (v3+) and config_source values, as in Kafka's ConfigEntry.
-TYPE_CODES = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8, "password": 9}
+TYPE_CODES = {
+    "boolean": 1,
+    "string": 2,
+    "int": 3,
+    "short": 4,
+    "long": 5,
+    "double": 6,
+    "list": 7,
+    "class": 8,
+    "password": 9,
+}
 SOURCE_TOPIC = 1
 SOURCE_DYNAMIC_BROKER = 2
 SOURCE_DYNAMIC_DEFAULT_BROKER = 3
@@ -37,35 +47,123 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
     for c in (
         _c("cleanup.policy", "delete", "list", "log.cleanup.policy", "delete and/or compact"),
         _c("compression.type", "producer", "string", "compression.type", "final compression of the topic"),
-        _c("compression.gzip.level", "-1", "int", "compression.gzip.level", "gzip level when compression.type=gzip"),
-        _c("compression.lz4.level", "9", "int", "compression.lz4.level", "lz4 level when compression.type=lz4"),
-        _c("compression.zstd.level", "3", "int", "compression.zstd.level", "zstd level when compression.type=zstd"),
-        _c("delete.retention.ms", "86400000", "long", "log.cleaner.delete.retention.ms", "tombstone retention"),
-        _c("file.delete.delay.ms", "60000", "long", "log.segment.delete.delay.ms", "delay before deleting a file"),
+        _c(
+            "compression.gzip.level",
+            "-1",
+            "int",
+            "compression.gzip.level",
+            "gzip level when compression.type=gzip",
+        ),
+        _c(
+            "compression.lz4.level",
+            "9",
+            "int",
+            "compression.lz4.level",
+            "lz4 level when compression.type=lz4",
+        ),
+        _c(
+            "compression.zstd.level",
+            "3",
+            "int",
+            "compression.zstd.level",
+            "zstd level when compression.type=zstd",
+        ),
+        _c(
+            "delete.retention.ms",
+            "86400000",
+            "long",
+            "log.cleaner.delete.retention.ms",
+            "tombstone retention",
+        ),
+        _c(
+            "file.delete.delay.ms",
+            "60000",
+            "long",
+            "log.segment.delete.delay.ms",
+            "delay before deleting a file",
+        ),
         _c("flush.messages", LONG_MAX, "long", "log.flush.interval.messages", "fsync every N messages"),
         _c("flush.ms", LONG_MAX, "long", "log.flush.interval.ms", "fsync interval"),
-        _c("follower.replication.throttled.replicas", "", "list", None, "replicas throttled on the follower side"),
+        _c(
+            "follower.replication.throttled.replicas",
+            "",
+            "list",
+            None,
+            "replicas throttled on the follower side",
+        ),
         _c("index.interval.bytes", "4096", "int", "log.index.interval.bytes", "offset index density"),
-        _c("leader.replication.throttled.replicas", "", "list", None, "replicas throttled on the leader side"),
-        _c("local.retention.bytes", "-2", "long", "log.local.retention.bytes", "local bytes kept with tiered storage"),
-        _c("local.retention.ms", "-2", "long", "log.local.retention.ms", "local time kept with tiered storage"),
-        _c("max.compaction.lag.ms", LONG_MAX, "long", "log.cleaner.max.compaction.lag.ms", "max compaction delay"),
+        _c(
+            "leader.replication.throttled.replicas", "", "list", None, "replicas throttled on the leader side"
+        ),
+        _c(
+            "local.retention.bytes",
+            "-2",
+            "long",
+            "log.local.retention.bytes",
+            "local bytes kept with tiered storage",
+        ),
+        _c(
+            "local.retention.ms",
+            "-2",
+            "long",
+            "log.local.retention.ms",
+            "local time kept with tiered storage",
+        ),
+        _c(
+            "max.compaction.lag.ms",
+            LONG_MAX,
+            "long",
+            "log.cleaner.max.compaction.lag.ms",
+            "max compaction delay",
+        ),
         _c("max.message.bytes", "1048588", "int", "message.max.bytes", "largest record batch"),
-        _c("message.timestamp.after.max.ms", "3600000", "long", "log.message.timestamp.after.max.ms", "future skew"),
-        _c("message.timestamp.before.max.ms", LONG_MAX, "long", "log.message.timestamp.before.max.ms", "past skew"),
-        _c("message.timestamp.type", "CreateTime", "string", "log.message.timestamp.type", "CreateTime or LogAppendTime"),
-        _c("min.cleanable.dirty.ratio", "0.5", "double", "log.cleaner.min.cleanable.ratio", "compaction trigger"),
+        _c(
+            "message.timestamp.after.max.ms",
+            "3600000",
+            "long",
+            "log.message.timestamp.after.max.ms",
+            "future skew",
+        ),
+        _c(
+            "message.timestamp.before.max.ms",
+            LONG_MAX,
+            "long",
+            "log.message.timestamp.before.max.ms",
+            "past skew",
+        ),
+        _c(
+            "message.timestamp.type",
+            "CreateTime",
+            "string",
+            "log.message.timestamp.type",
+            "CreateTime or LogAppendTime",
+        ),
+        _c(
+            "min.cleanable.dirty.ratio",
+            "0.5",
+            "double",
+            "log.cleaner.min.cleanable.ratio",
+            "compaction trigger",
+        ),
         _c("min.compaction.lag.ms", "0", "long", "log.cleaner.min.compaction.lag.ms", "min compaction delay"),
         _c("min.insync.replicas", "1", "int", "min.insync.replicas", "replicas needed for acks=all"),
         _c("preallocate", "false", "boolean", "log.preallocate", "preallocate segment files"),
         _c("remote.storage.enable", "false", "boolean", None, "tiered storage"),
-        _c("retention.bytes", "-1", "long", "log.retention.bytes", "bytes kept per partition (enforced here)"),
+        _c(
+            "retention.bytes", "-1", "long", "log.retention.bytes", "bytes kept per partition (enforced here)"
+        ),
         _c("retention.ms", "604800000", "long", "log.retention.ms", "time kept"),
         _c("segment.bytes", "1073741824", "int", "log.segment.bytes", "segment file size"),
         _c("segment.index.bytes", "10485760", "int", "log.index.size.max.bytes", "index file size"),
         _c("segment.jitter.ms", "0", "long", "log.roll.jitter.ms", "segment roll jitter"),
         _c("segment.ms", "604800000", "long", "log.roll.ms", "segment roll time"),
-        _c("unclean.leader.election.enable", "false", "boolean", "unclean.leader.election.enable", "unclean elections"),
+        _c(
+            "unclean.leader.election.enable",
+            "false",
+            "boolean",
+            "unclean.leader.election.enable",
+            "unclean elections",
+        ),
     )
 }
 

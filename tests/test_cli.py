@@ -326,7 +326,8 @@ def test_override_without_equals_sign() -> None:
     ("override", "message"),
     [
         ("listeners=not-a-listener", "invalid listener"),
-        ("listeners=SSL://127.0.0.1:0", "not supported"),
+        ("listeners=SSL://127.0.0.1:0", "set ssl.certfile"),
+        ("listeners=CLIENT://127.0.0.1:0", "security protocol CLIENT is not supported"),
     ],
 )
 def test_invalid_listener_config(override: str, message: str) -> None:

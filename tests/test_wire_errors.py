@@ -21,7 +21,9 @@ def connect(cluster: MockCluster) -> socket.socket:
     return sock
 
 
-def request_frame(api_key: int, version: int, correlation_id: int, body: bytes = b"", client_id: bytes = b"raw") -> bytes:
+def request_frame(
+    api_key: int, version: int, correlation_id: int, body: bytes = b"", client_id: bytes = b"raw"
+) -> bytes:
     header = struct.pack(">hhih", api_key, version, correlation_id, len(client_id)) + client_id
     payload = header + body
     return struct.pack(">i", len(payload)) + payload
@@ -61,7 +63,8 @@ def test_api_versions_v0_by_hand(sync_cluster: MockCluster) -> None:
     assert apis[1] == (4, 18)
     assert apis[18] == (0, 4)
     assert apis[48] == apis[49] == (0, 1)  # client quota administration (KIP-546)
-    assert 50 not in apis and 26 not in apis  # only what is implemented is advertised
+    assert apis[50] == apis[51] == (0, 0)  # SCRAM credential administration (KIP-554)
+    assert 26 not in apis  # only what is implemented is advertised
 
 
 def test_api_versions_unsupported_version_answered_in_v0(sync_cluster: MockCluster) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from broker.handlers import (
     alter_client_quotas,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -23,6 +24,7 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -35,6 +37,8 @@ from broker.handlers import (
     offset_commit,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from messages.registry import schema_versions
@@ -68,15 +72,19 @@ HANDLERS: dict[int, HandlerSpec] = {
         sync_group,
         describe_groups,
         list_groups,
+        sasl_handshake,
         api_versions,
         create_topics,
         delete_topics,
         init_producer_id,
         describe_configs,
+        sasl_authenticate,
         create_partitions,
         delete_groups,
         describe_client_quotas,
         alter_client_quotas,
+        describe_user_scram_credentials,
+        alter_user_scram_credentials,
         describe_cluster,
     )
 }

@@ -16,7 +16,9 @@ def _api_keys() -> list[Any]:
     from broker.handlers import HANDLERS
 
     return [
-        ApiVersionsResponse.ApiVersion(api_key=key, min_version=spec.min_version, max_version=spec.max_version)
+        ApiVersionsResponse.ApiVersion(
+            api_key=key, min_version=spec.min_version, max_version=spec.max_version
+        )
         for key, spec in sorted(HANDLERS.items())
     ]
 

@@ -45,7 +45,9 @@ def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charg
         for assignment in wanted.assignments:
             missing = [b for b in assignment.broker_ids if b not in ctx.cluster.brokers]
             if missing or len(assignment.broker_ids) != replication:
-                raise ClusterError(INVALID_REPLICA_ASSIGNMENT, f"Invalid replica assignment {assignment.broker_ids}")
+                raise ClusterError(
+                    INVALID_REPLICA_ASSIGNMENT, f"Invalid replica assignment {assignment.broker_ids}"
+                )
     topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only, charge)
     if topic is not None and wanted.assignments:
         for partition, assignment in zip(topic.partitions, wanted.assignments, strict=True):
@@ -93,7 +95,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                 else:
                     fields.update(
-                        num_partitions=wanted.num_partitions if wanted.num_partitions != -1 else ctx.config.get_int("num.partitions"),
+                        num_partitions=wanted.num_partitions
+                        if wanted.num_partitions != -1
+                        else ctx.config.get_int("num.partitions"),
                         replication_factor=wanted.replication_factor
                         if wanted.replication_factor != -1
                         else ctx.config.get_int("default.replication.factor"),

@@ -26,11 +26,15 @@ Result = DeleteTopicsResponse.DeletableTopicResult
 def _delete(ctx: RequestContext, name: str | None, topic_id: Any, charge: Charge) -> Any:
     cluster = ctx.cluster
     if name is not None and topic_id is not None:
-        return Result(name=name, topic_id=topic_id, error_code=INVALID_REQUEST, error_message="Both name and id set")
+        return Result(
+            name=name, topic_id=topic_id, error_code=INVALID_REQUEST, error_message="Both name and id set"
+        )
     if name is None:
         topic = cluster.topics_by_id.get(topic_id) if topic_id is not None else None
         if topic is None:
-            return Result(name=None, topic_id=topic_id, error_code=UNKNOWN_TOPIC_ID, error_message="Unknown topic id")
+            return Result(
+                name=None, topic_id=topic_id, error_code=UNKNOWN_TOPIC_ID, error_message="Unknown topic id"
+            )
         name = topic.name
     topic = cluster.topics.get(name)
     if topic is None:
@@ -43,7 +47,9 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any, charge: Charge
     try:
         cluster.delete_topic(name, charge)
     except ThrottlingQuotaExceeded:
-        return Result(name=name, topic_id=topic.topic_id, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=None)
+        return Result(
+            name=name, topic_id=topic.topic_id, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=None
+        )
     return Result(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
 
 

@@ -18,9 +18,13 @@ Value = Entry.ValueData
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE_CONFIGS):
-        return ctx.response(throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None)
+        return ctx.response(
+            throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None
+        )
     try:
-        quota_filter = parse_filter(((c.entity_type, c.match_type, c.match) for c in request.components), request.strict)
+        quota_filter = parse_filter(
+            ((c.entity_type, c.match_type, c.match) for c in request.components), request.strict
+        )
     except QuotaError as exc:
         return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message, entries=None)
     entries = [

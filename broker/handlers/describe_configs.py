@@ -35,16 +35,22 @@ def _entry(
     documentation: str,
 ) -> Any:
     """One config; `candidates` are (name, value, source) in precedence order, the last
-    being the default. The first is the value in force; all are synonyms (v1+)."""
+    being the default. The first is the value in force; all are synonyms (v1+).
+    Passwords are sensitive: named, never shown (Kafka returns a null value)."""
+    sensitive = type_ == "password"
     _, value, source = candidates[0]
-    synonyms = [Synonym(name=n, value=v, source=s) for n, v, s in candidates] if request.include_synonyms else []
+    synonyms = (
+        [Synonym(name=n, value=None if sensitive else v, source=s) for n, v, s in candidates]
+        if request.include_synonyms
+        else []
+    )
     return Entry(
         name=name,
-        value=value,
+        value=None if sensitive else value,
         read_only=False,
         config_source=source,
         is_default=source == SOURCE_DEFAULT,
-        is_sensitive=False,
+        is_sensitive=sensitive,
         synonyms=synonyms,
         config_type=TYPE_CODES.get(type_, 0),
         documentation=documentation if request.include_documentation else None,
@@ -85,7 +91,11 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
         return 0, None, _topic_configs(ctx, request, topic.configs)
     if resource.resource_type == BROKER:
         if resource.resource_name != str(ctx.node_id):
-            return INVALID_REQUEST, f"Unexpected broker id, expected {ctx.node_id} but received {resource.resource_name}", []
+            return (
+                INVALID_REQUEST,
+                f"Unexpected broker id, expected {ctx.node_id} but received {resource.resource_name}",
+                [],
+            )
         return 0, None, _broker_configs(ctx, request)
     return INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
 

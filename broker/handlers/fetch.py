@@ -79,7 +79,9 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     records=records,
                 )
             )
-        results.append(TopicResult(topic=fetch_topic.topic, topic_id=fetch_topic.topic_id, partitions=partitions))
+        results.append(
+            TopicResult(topic=fetch_topic.topic, topic_id=fetch_topic.topic_id, partitions=partitions)
+        )
     return results, has_error or total >= min(request.min_bytes, max_bytes), read
 
 
@@ -133,8 +135,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 7 and request.session_id != 0 and request.session_epoch > 0:
         # An incremental fetch of a session we never created. Epoch 0 or -1 asks for a
         # full fetch (closing that session), which is served below.
-        return ctx.response(throttle_time_ms=0, error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[])
-    max_bytes = throttling.fetch_max_bytes(ctx, request.max_bytes if ctx.api_version >= 3 else throttling.INT32_MAX)
+        return ctx.response(
+            throttle_time_ms=0, error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
+        )
+    max_bytes = throttling.fetch_max_bytes(
+        ctx, request.max_bytes if ctx.api_version >= 3 else throttling.INT32_MAX
+    )
     results, ready, partitions = _collect(ctx, request, max_bytes)
     if ready or request.max_wait_ms <= 0 or not partitions:
         return _respond(ctx, results)

@@ -20,12 +20,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         known = cluster.transactional_producers.get(request.transactional_id)
         producer_id, epoch = known if known else (cluster.next_producer_id(), -1)
         cluster.transactional_producers[request.transactional_id] = (producer_id, epoch + 1)
-        return ctx.response(throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=epoch + 1)
+        return ctx.response(
+            throttle_time_ms=0, error_code=0, producer_id=producer_id, producer_epoch=epoch + 1
+        )
     if ctx.api_version >= 3 and request.producer_id >= 0:
         # KIP-360: an idempotent producer bumps its epoch to recover after an error.
         if request.producer_epoch < 0:
-            return ctx.response(throttle_time_ms=0, error_code=INVALID_PRODUCER_EPOCH, producer_id=-1, producer_epoch=-1)
+            return ctx.response(
+                throttle_time_ms=0, error_code=INVALID_PRODUCER_EPOCH, producer_id=-1, producer_epoch=-1
+            )
         return ctx.response(
-            throttle_time_ms=0, error_code=0, producer_id=request.producer_id, producer_epoch=request.producer_epoch + 1
+            throttle_time_ms=0,
+            error_code=0,
+            producer_id=request.producer_id,
+            producer_epoch=request.producer_epoch + 1,
         )
-    return ctx.response(throttle_time_ms=0, error_code=0, producer_id=cluster.next_producer_id(), producer_epoch=0)
+    return ctx.response(
+        throttle_time_ms=0, error_code=0, producer_id=cluster.next_producer_id(), producer_epoch=0
+    )

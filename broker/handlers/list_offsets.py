@@ -45,7 +45,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for wanted in wanted_topic.partitions:
             partition, error = (None, topic_error)
             if topic is not None:
-                partition, error = led_partition(ctx, topic, wanted.partition_index, wanted.current_leader_epoch)
+                partition, error = led_partition(
+                    ctx, topic, wanted.partition_index, wanted.current_leader_epoch
+                )
             offset = timestamp = -1
             epoch = -1
             if partition is not None:

@@ -73,7 +73,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if wanted.name is None:
                 topic = cluster.topics_by_id.get(wanted.topic_id) if wanted.topic_id else None
                 entries.append(
-                    topic_entry(ctx, topic) if topic else _error_entry(UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+                    topic_entry(ctx, topic)
+                    if topic
+                    else _error_entry(UNKNOWN_TOPIC_ID, None, wanted.topic_id)
                 )
                 continue
             topic = cluster.topics.get(wanted.name)
@@ -84,9 +86,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 try:
                     topic = cluster.create_topic(wanted.name, charge=throttling.charge_to(quota))
                 except ClusterError as exc:
-                    entries.append(_error_entry(exc.code if exc.code == INVALID_TOPIC_EXCEPTION else LEADER_NOT_AVAILABLE, wanted.name))
+                    entries.append(
+                        _error_entry(
+                            exc.code if exc.code == INVALID_TOPIC_EXCEPTION else LEADER_NOT_AVAILABLE,
+                            wanted.name,
+                        )
+                    )
                     continue
-            entries.append(topic_entry(ctx, topic) if topic else _error_entry(UNKNOWN_TOPIC_OR_PARTITION, wanted.name))
+            entries.append(
+                topic_entry(ctx, topic) if topic else _error_entry(UNKNOWN_TOPIC_OR_PARTITION, wanted.name)
+            )
     listener = ctx.connection.listener
     brokers = []
     for node_id in cluster.live_broker_ids():

@@ -39,7 +39,11 @@ def _append(
         return (CORRUPT_MESSAGE if exc.corrupt else INVALID_RECORD), -1, str(exc)
     for batch in batches:
         if batch.size > max_batch_bytes:
-            return MESSAGE_TOO_LARGE, -1, f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}"
+            return (
+                MESSAGE_TOO_LARGE,
+                -1,
+                f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
+            )
     try:
         base_offset = partition.log.append(batches)
     except SequenceError as exc:
@@ -83,7 +87,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             extra = {}
             if error == NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
-                extra["current_leader"] = LeaderIdAndEpoch(leader_id=leader.leader, leader_epoch=leader.leader_epoch)
+                extra["current_leader"] = LeaderIdAndEpoch(
+                    leader_id=leader.leader, leader_epoch=leader.leader_epoch
+                )
                 leaders.add(leader.leader)
             results.append(
                 PartitionResult(
@@ -97,7 +103,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     **extra,
                 )
             )
-        responses.append(TopicResult(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results))
+        responses.append(
+            TopicResult(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results)
+        )
     throttling.record_produce(ctx, acks)
     if acks == 0:
         if failed:

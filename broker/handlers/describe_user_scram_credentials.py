@@ -1,0 +1,38 @@
+"""DescribeUserScramCredentials (50): which SCRAM mechanisms each user has, with iterations (KIP-554)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import DescribeUserScramCredentialsResponse
+
+from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE
+from broker.context import RequestContext
+
+API_KEY = 50
+Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
+Info = Result.CredentialInfo
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    users = None if request.users is None else [user.name for user in request.users]
+    if not ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE):
+        # DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and
+        # once per requested user, with no user name; ApiError drops the default message.
+        refused = [
+            Result(user="", error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, credential_infos=[])
+            for _ in users or ()
+        ]
+        return ctx.response(
+            throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, results=refused
+        )
+    results = [
+        Result(
+            user=r.user,
+            error_code=r.error_code,
+            error_message=r.error_message,
+            credential_infos=[Info(mechanism=m.type_code, iterations=i) for m, i in r.credentials],
+        )
+        for r in ctx.broker.credentials.describe(users)
+    ]
+    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, results=results)

@@ -1,0 +1,33 @@
+"""SaslAuthenticate (36): one SASL token each way (KIP-152).
+
+A failed authentication is answered with SASL_AUTHENTICATION_FAILED and the mechanism's
+message, after Kafka's failed-authentication delay, and the connection is closed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED
+from broker.scram import SaslAuthenticationError
+
+API_KEY = 36
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    session = ctx.connection.sasl
+    if session is None:
+        return ctx.response(
+            error_code=ILLEGAL_SASL_STATE,
+            error_message="SaslAuthenticate request received after successful authentication",
+            auth_bytes=b"",
+        )
+    try:
+        challenge = session.evaluate(bytes(request.auth_bytes))
+    except SaslAuthenticationError as exc:
+        failure = ctx.response(error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"")
+        return ctx.connection.fail_authentication(failure)
+    if session.complete:
+        ctx.connection.authenticated(session)
+    return ctx.response(error_code=0, error_message=None, auth_bytes=challenge, session_lifetime_ms=0)

@@ -1,0 +1,24 @@
+"""SaslHandshake (17): the client picks a mechanism before authenticating.
+
+On a SASL listener before authentication the connection's SaslSession answers; after
+authentication, and on listeners without SASL, Kafka's KafkaApis answers
+ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not offered: the session lifetime is 0).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.sasl import ILLEGAL_SASL_STATE
+
+API_KEY = 17
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    session = ctx.connection.sasl
+    if session is None:
+        return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+    error_code = session.handshake(request.mechanism, ctx.api_version)
+    response = ctx.response(error_code=error_code, mechanisms=session.enabled_mechanisms)
+    return ctx.connection.fail_authentication(response) if error_code else response

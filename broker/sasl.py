@@ -1,0 +1,128 @@
+"""One connection's SASL authentication on a SASL_PLAINTEXT or SASL_SSL listener: the
+state machine of Kafka's SaslServerAuthenticator.
+
+Before authentication completes only ApiVersions (once, first), SaslHandshake and then
+SaslAuthenticate are served; any other request closes the connection, as Kafka's
+IllegalSaslStateException does. A SaslHandshake v0 switches the connection to raw SASL
+tokens (size-prefixed, no Kafka header), the flow of clients older than KIP-152. The
+mechanism exchanges themselves live in `broker/scram.py`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING
+
+from broker.scram import SaslAuthenticationError, SaslServer, create_sasl_server
+from quotas.callback import KafkaPrincipal
+
+if TYPE_CHECKING:
+    from broker.config import BrokerConfig
+    from broker.credentials import CredentialStore
+
+API_VERSIONS = 18
+SASL_HANDSHAKE = 17
+SASL_AUTHENTICATE = 36
+UNSUPPORTED_SASL_MECHANISM = 33
+ILLEGAL_SASL_STATE = 34
+SASL_AUTHENTICATION_FAILED = 58
+
+
+SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def enabled_mechanisms(config: BrokerConfig, listener: str) -> list[str]:
+    """`sasl.enabled.mechanisms` of a listener; ValueError for one this broker lacks."""
+    mechanisms = [
+        m.strip().upper() for m in config.for_listener(listener, "sasl.enabled.mechanisms").split(",")
+    ]
+    mechanisms = [m for m in mechanisms if m]
+    unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
+    if unsupported or not mechanisms:
+        raise ValueError(
+            f"listener {listener}: sasl.enabled.mechanisms {','.join(mechanisms) or '(empty)'}:"
+            f" supported are {', '.join(SUPPORTED_MECHANISMS)}"
+        )
+    return mechanisms
+
+
+def new_session(config: BrokerConfig, listener: str, credentials: CredentialStore) -> SaslSession | None:
+    """The authentication a new connection on `listener` must go through, if any."""
+    if not config.security_protocol(listener).startswith("SASL_"):
+        return None
+    return SaslSession(enabled_mechanisms(config, listener), credentials)
+
+
+class SaslState(enum.Enum):
+    HANDSHAKE_OR_VERSIONS = "waiting for ApiVersions or SaslHandshake"
+    HANDSHAKE = "waiting for SaslHandshake"
+    AUTHENTICATE = "waiting for SaslAuthenticate"
+    RAW_TOKENS = "waiting for raw SASL tokens"
+    COMPLETE = "authenticated"
+    FAILED = "failed"
+
+
+class IllegalSaslState(Exception):
+    """A request the SASL state does not allow: the connection is closed unanswered."""
+
+
+class SaslSession:
+    def __init__(self, enabled_mechanisms: list[str], credentials: CredentialStore) -> None:
+        self.enabled_mechanisms = enabled_mechanisms
+        self.credentials = credentials
+        self.state = SaslState.HANDSHAKE_OR_VERSIONS
+        self.server: SaslServer | None = None
+
+    @property
+    def raw_tokens(self) -> bool:
+        return self.state is SaslState.RAW_TOKENS
+
+    def check_request(self, api_key: int) -> None:
+        """Raises IllegalSaslState unless `api_key` may come now (Kafka's
+        handleKafkaRequest and handleSaslToken checks)."""
+        state = self.state
+        if api_key == API_VERSIONS and state is SaslState.HANDSHAKE_OR_VERSIONS:
+            self.state = SaslState.HANDSHAKE
+            return
+        if api_key == SASL_HANDSHAKE and state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE):
+            return
+        if api_key == SASL_AUTHENTICATE and state is SaslState.AUTHENTICATE:
+            return
+        phase = (
+            "handshake"
+            if state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE)
+            else "authentication"
+        )
+        raise IllegalSaslState(f"Unexpected Kafka request of type {api_key} during SASL {phase}.")
+
+    def handshake(self, mechanism: str, version: int) -> int:
+        """Chooses the mechanism; returns the response's error code. An unsupported
+        mechanism is answered with 33 and the enabled list, then the connection closes."""
+        if mechanism not in self.enabled_mechanisms:
+            self.state = SaslState.FAILED
+            return UNSUPPORTED_SASL_MECHANISM
+        self.server = create_sasl_server(mechanism, self.credentials)
+        self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKENS
+        return 0
+
+    def evaluate(self, token: bytes) -> bytes:
+        """One client token in, the server's challenge out; raises SaslAuthenticationError
+        (the state becomes FAILED) when authentication fails."""
+        assert self.server is not None
+        try:
+            challenge = self.server.evaluate(token)
+        except SaslAuthenticationError:
+            self.state = SaslState.FAILED
+            raise
+        if self.server.complete:
+            self.state = SaslState.COMPLETE
+        return challenge
+
+    @property
+    def complete(self) -> bool:
+        return self.state is SaslState.COMPLETE
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        assert self.server is not None and self.server.complete
+        return KafkaPrincipal("User", self.server.username)
