@@ -23,7 +23,11 @@ async def produce(bootstrap: str, topic: str, numbers: range, **config: object) 
 
 async def consume(bootstrap: str, topic: str, group: str, count: int) -> dict[int, list[tuple[bytes, bytes]]]:
     consumer = AIOKafkaConsumer(
-        topic, bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
     )
     await consumer.start()
     consumed: dict[int, list[tuple[bytes, bytes]]] = {}

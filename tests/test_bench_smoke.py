@@ -50,8 +50,12 @@ def test_bench_quota_admin_smoke() -> None:
     assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr}"
     for entities in (10, 200):
         for request in ("ApiVersions (reference)", "DescribeClientQuotas any", "AlterClientQuotas x100"):
-            assert re.search(rf"^\s+{entities} {re.escape(request)}\s+\d+", run.stdout, re.MULTILINE), run.stdout
-        assert re.search(rf"^resolution with\s+{entities} entities:\s+\d+ ns", run.stdout, re.MULTILINE), run.stdout
+            assert re.search(rf"^\s+{entities} {re.escape(request)}\s+\d+", run.stdout, re.MULTILINE), (
+                run.stdout
+            )
+        assert re.search(rf"^resolution with\s+{entities} entities:\s+\d+ ns", run.stdout, re.MULTILINE), (
+            run.stdout
+        )
 
 
 @pytest.mark.slow

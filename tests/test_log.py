@@ -11,9 +11,13 @@ from broker.log import PartitionLog, SequenceError
 from broker.records import InvalidRecords, split_batches
 
 
-def batch(records: int = 1, producer_id: int = -1, epoch: int = -1, sequence: int = -1, payload: bytes = b"") -> bytes:
+def batch(
+    records: int = 1, producer_id: int = -1, epoch: int = -1, sequence: int = -1, payload: bytes = b""
+) -> bytes:
     """A v2 batch header built by hand (independent of the broker's parser) plus payload."""
-    body = struct.pack(">hiqqqhii", 0, records - 1, 1000, 2000, producer_id, epoch, sequence, records) + payload
+    body = (
+        struct.pack(">hiqqqhii", 0, records - 1, 1000, 2000, producer_id, epoch, sequence, records) + payload
+    )
     crc = crc32c(body)
     length = 4 + 1 + 4 + len(body)  # leader epoch, magic, crc, rest
     return struct.pack(">qiibI", 0, length, -1, 2, crc) + body

@@ -375,7 +375,6 @@ def fetch_via_new_connection(cluster: MockCluster, topic: str, offset: int) -> b
     return bytes(result.records or b"")
 
 
-
 def test_failed_acks_0_produce_closes_connection(cluster: MockCluster) -> None:
     # Kafka (KafkaApis.handleProduceRequest) closes the connection when an acks=0 produce
     # has any partition error, so that the producer notices and refreshes its metadata.
@@ -601,7 +600,6 @@ def test_create_topics_validate_only_through_confluent_admin(cluster: MockCluste
     futures = admin.create_topics([NewTopic("dry", 3, 1)], validate_only=True, operation_timeout=5)
     assert futures["dry"].result(timeout=10) is None
     assert "dry" not in admin.list_topics(timeout=5).topics
-
 
 
 def test_create_topics_invalid_config_value(cluster: MockCluster) -> None:

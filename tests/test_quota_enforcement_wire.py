@@ -844,11 +844,15 @@ def test_metrics_after_throttling_every_client_quota_type() -> None:
         for group in ("Produce", "Fetch", "Request", "ControllerMutation"):
             assert (group, "queue-size") in untagged, group
         per_api = {
-            (m.tags["request"], m.tags["stat"]): m.value for m in cluster.metrics() if m.name == "ThrottleTimeMs"
+            (m.tags["request"], m.tags["stat"]): m.value
+            for m in cluster.metrics()
+            if m.name == "ThrottleTimeMs"
         }
         assert per_api["Metadata", "Max"] == WINDOW_MS
         assert per_api["Produce", "Max"] > WINDOW_MS
-        assert 0 < per_api["Produce", "Mean"] < per_api["Produce", "Max"]  # the seed's produce was not throttled
+        assert (
+            0 < per_api["Produce", "Mean"] < per_api["Produce", "Max"]
+        )  # the seed's produce was not throttled
         assert per_api["CreateTopics", "Max"] > WINDOW_MS
 
 

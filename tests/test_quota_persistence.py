@@ -189,6 +189,7 @@ def test_no_state_dir_means_nothing_kept(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------------------ kill -9
 
+
 def _compact(text: str) -> bytes:
     raw = text.encode()
     assert len(raw) + 1 < 0x80

@@ -10,7 +10,9 @@ def message(i: int) -> tuple[bytes, bytes]:
     return b"key-%d" % (i % KEYS), b"value-%d" % i
 
 
-def check_consumed(consumed: dict[int, list[tuple[bytes, bytes]]], count: int = MESSAGES, first: int = 0) -> None:
+def check_consumed(
+    consumed: dict[int, list[tuple[bytes, bytes]]], count: int = MESSAGES, first: int = 0
+) -> None:
     """Every produced message exactly once; within a partition, in produce order; one key
     always lands in one partition."""
     seen = sorted(int(value.split(b"-")[1]) for records in consumed.values() for _, value in records)
