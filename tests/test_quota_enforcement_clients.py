@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import bisect
 import collections
+import json
 import statistics
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -144,22 +146,28 @@ class MetricSampler:
         while not self._stop.wait(self.period):
             self.readings.append(self.cluster.metrics())
 
-    def values(self, group: str, name: str, client_id: str, broker: int | None = None) -> list[float]:
+    def values(
+        self, group: str, name: str, client_id: str, broker: int | None = None, user: str = ""
+    ) -> list[float]:
         return [
             m.value
             for metrics in self.readings
             for m in metrics
-            if (m.group, m.name, m.tags) == (group, name, {"user": "", "client-id": client_id})
+            if (m.group, m.name, m.tags) == (group, name, {"user": user, "client-id": client_id})
             and (broker is None or m.broker == broker)
         ]
 
-    def percentile(self, q: float, group: str, name: str, client_id: str, broker: int | None = None) -> float:
-        values = sorted(self.values(group, name, client_id, broker))
-        assert len(values) >= 20, f"too few {group} {name} readings for {client_id!r}: {values}"
+    def percentile(
+        self, q: float, group: str, name: str, client_id: str, broker: int | None = None, user: str = ""
+    ) -> float:
+        values = sorted(self.values(group, name, client_id, broker, user))
+        assert len(values) >= 20, f"too few {group} {name} readings for {user!r}/{client_id!r}: {values}"
         return values[round(q * (len(values) - 1))]
 
-    def median(self, group: str, name: str, client_id: str, broker: int | None = None) -> float:
-        return self.percentile(0.5, group, name, client_id, broker)
+    def median(
+        self, group: str, name: str, client_id: str, broker: int | None = None, user: str = ""
+    ) -> float:
+        return self.percentile(0.5, group, name, client_id, broker, user)
 
 
 def assert_near(observed: float, expected: float, what: str, tolerance: float = TOLERANCE) -> None:
@@ -296,13 +304,14 @@ AnyProducer = ConfluentProducer | KafkaPythonProducer
 def drive(
     producers: Sequence[AnyProducer],
     seconds: float,
-    pace: float | None = None,
+    pace: float | Sequence[float] | None = None,
     actions: Sequence[tuple[float, Callable[[], None]]] = (),
 ) -> float:
     """Keeps the producers writing for `seconds`: as fast as they can, or each partition
-    paced at `pace` bytes/s. `actions` are (seconds in, call). Returns the start time.
-    Pacing starts once connected, so that connecting does not build up an allowance
-    that would go out in one burst."""
+    paced at `pace` bytes/s (one pace for all, or one per producer). `actions` are
+    (seconds in, call). Returns the start time. Pacing starts once connected, so that
+    connecting does not build up an allowance that would go out in one burst."""
+    paces = [pace] * len(producers) if pace is None or isinstance(pace, float | int) else list(pace)
     if pace is not None:
         for producer in producers:
             if producer.log.total == 0:
@@ -314,14 +323,17 @@ def drive(
     while (now := time.monotonic()) < start + seconds:
         while pending and start + pending[0][0] <= now:
             pending.pop(0)[1]()
-        allowed = None if pace is None else pace * (now - start) + SIZE
-        if not any([producer.step(allowed) for producer in producers]):
+        stepped = [
+            producer.step(None if rate is None else rate * (now - start) + SIZE)
+            for producer, rate in zip(producers, paces, strict=True)
+        ]
+        if not any(stepped):
             producers[0].wait(0.002)
     return start
 
 
 def measure_producers(
-    cluster: MockCluster, producers: Sequence[AnyProducer], pace: float
+    cluster: MockCluster, producers: Sequence[AnyProducer], pace: float | Sequence[float]
 ) -> tuple[tuple[float, float], MetricSampler]:
     """Warm-up at `pace`, then flat out. Returns the client-side window and the broker
     readings taken after it."""
@@ -608,6 +620,38 @@ def test_default_client_id_quota_is_an_allowance_per_client_id(cluster: MockClus
     for producer, client_id in ((alpha, "alpha"), (beta, "beta")):
         assert_near(producer.log.rate(*window), quota, f"{client_id} delivered (client side)")
         assert_near(sampler.median("Produce", "byte-rate", client_id), quota, f"{client_id} broker byte-rate")
+
+
+def test_authenticated_users_are_each_held_to_their_own_quota(tmp_path: Path) -> None:
+    """alice and bob log in with SCRAM under the same client id; each user's quota
+    (KIP-55: the quota user is the SASL principal's name) holds each to its own rate."""
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"alice": "alice-secret", "bob": "bob-secret"}))
+    config = {**WINDOWS, "listeners": "SASL_PLAINTEXT://127.0.0.1:0", "sasl.users.file": str(users)}
+    quotas = {"alice": 256 * KiB, "bob": 640 * KiB}
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("users", 2)
+        for user, quota in quotas.items():
+            cluster.quotas.alter({"user": user}, set={"producer_byte_rate": quota})
+        producers = [
+            ConfluentProducer(
+                cluster,
+                "shared",
+                "users",
+                partitions=(partition,),
+                **{
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "SCRAM-SHA-256",
+                    "sasl.username": user,
+                    "sasl.password": f"{user}-secret",
+                },
+            )
+            for partition, user in enumerate(quotas)
+        ]
+        window, sampler = measure_producers(cluster, producers, pace=list(quotas.values()))
+    for producer, (user, quota) in zip(producers, quotas.items(), strict=True):
+        assert_near(producer.log.rate(*window), quota, f"{user} delivered (client side)")
+        assert_near(sampler.median("Produce", "byte-rate", "", user=user), quota, f"{user} broker byte-rate")
 
 
 # -- several brokers -----------------------------------------------------------------

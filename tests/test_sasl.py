@@ -324,3 +324,19 @@ def test_without_an_authorizer_everyone_administers(sasl_cluster: MockCluster) -
     alice = KafkaAdminClient(**kafka_python_config(sasl_cluster, "PLAIN", "alice", USERS["alice"]))
     assert alter_quota(alice, "carol", 4096.0).entries[0].error_code == 0
     alice.close()
+
+
+# -- listeners ------------------------------------------------------------------------------
+def test_metadata_returns_the_endpoints_of_the_listener_used(tmp_path: Path) -> None:
+    with MockCluster(brokers=3, config=sasl_config(tmp_path)) as cluster:
+        for listener in ("PLAINTEXT", "SASL_PLAINTEXT"):
+            expected = {b.node_id: b.advertised_endpoint(listener).port for b in cluster.brokers}
+            config = (
+                confluent_config(cluster, "PLAIN", "alice", USERS["alice"])
+                if listener == "SASL_PLAINTEXT"
+                else {"bootstrap.servers": cluster.bootstrap_for(listener)}
+            )
+            brokers = Producer(config).list_topics(timeout=10).brokers
+            assert {node: b.port for node, b in brokers.items()} == expected
+        sasl, plain = (cluster.bootstrap_for(name) for name in ("SASL_PLAINTEXT", "PLAINTEXT"))
+        assert len(set(sasl.split(",")) | set(plain.split(","))) == 6

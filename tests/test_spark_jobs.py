@@ -61,7 +61,13 @@ BOB = {
     "connection_id": 7,
     "quota_client_id": "consumer-b",
 }
-CAROL = {"principal": "User:carol", "client_id": "admin-c", "broker_id": 1, "connection_id": 3, "quota_user": "carol"}
+CAROL = {
+    "principal": "User:carol",
+    "client_id": "admin-c",
+    "broker_id": 1,
+    "connection_id": 3,
+    "quota_user": "carol",
+}
 
 
 def at(seconds: float) -> dt.datetime:
@@ -152,7 +158,10 @@ def write_dataset(root: Path) -> Path:
     write(BROKER2_DAY1, root / "broker=2" / "date=2024-05-01" / "part-0.parquet")
     write(BROKER2_DAY2, root / "broker=2" / "date=2024-05-02" / "part-0.parquet")
     # A whole file still under its hidden temporary name: its rows must not be counted.
-    write([produce(at(0.9), 99999, 1, 1, throttle=5000)], root / "broker=1" / "date=2024-05-01" / ".part-1.parquet")
+    write(
+        [produce(at(0.9), 99999, 1, 1, throttle=5000)],
+        root / "broker=1" / "date=2024-05-01" / ".part-1.parquet",
+    )
     (root / "broker=2" / "date=2024-05-01" / ".part-1.parquet.tmp").write_bytes(b"PAR1 torn write")
     (root / "broker=2" / "date=2024-05-01" / "_temporary").write_bytes(b"not parquet")
     return root
@@ -204,7 +213,13 @@ def test_parse_window_and_time() -> None:
         1000, 10_000, 500, 60_000, 7_200_000, 86_400_000,
     ]  # fmt: skip
     assert jobs.parse_windows("10s, 1s,1s") == [1000, 10_000]
-    assert [jobs.window_label(ms) for ms in (1000, 10_000, 1500, 60_000, 3_600_000)] == ["1s", "10s", "1500ms", "1m", "1h"]
+    assert [jobs.window_label(ms) for ms in (1000, 10_000, 1500, 60_000, 3_600_000)] == [
+        "1s",
+        "10s",
+        "1500ms",
+        "1m",
+        "1h",
+    ]
     for bad in ("", "10", "1x", "-1s", "0s", "1.5s"):
         with pytest.raises(ValueError):
             jobs.parse_window(bad)
@@ -235,8 +250,14 @@ def test_read_skips_hidden_files_and_keeps_the_schema(spark: Any, metrics_dir: P
     assert metrics.count() == ROWS == 13
     # A broker's folder alone: its partition below basePath still reads.
     assert jobs.read_metrics(spark, str(metrics_dir / "broker=2")).count() == 5  # B1-B4, D1
-    one = jobs.read_metrics(spark, str(metrics_dir / "broker=2" / "date=2024-05-02" / "part-0.parquet")).collect()
-    assert len(one) == 1 and one[0]["request_bytes"] == 700 and utc(one[0]["ts"]) == DAY2 + dt.timedelta(seconds=0.5)
+    one = jobs.read_metrics(
+        spark, str(metrics_dir / "broker=2" / "date=2024-05-02" / "part-0.parquet")
+    ).collect()
+    assert (
+        len(one) == 1
+        and one[0]["request_bytes"] == 700
+        and utc(one[0]["ts"]) == DAY2 + dt.timedelta(seconds=0.5)
+    )
     assert jobs.read_metrics(spark, str(metrics_dir / "broker=*" / "date=2024-05-01")).count() == 12
     assert jobs.read_metrics(spark, str(metrics_dir / "broker={1,2}")).count() == 13
     assert jobs.read_metrics(spark, str(metrics_dir / "broker=2" / "*")).count() == 5
@@ -288,7 +309,13 @@ def test_quota_windows(spark: Any, metrics: Any) -> None:
     assert (r["limit"], r["rate_to_limit"], r["throttle_count"], r["throttle_ms"]) == (None, None, 0, 0)
     # +1: A4 500 bytes: 500/2000 = 0.25.
     r = w[("1s", at(1), "User:alice", "produce")]
-    assert (r["requests"], r["bytes"], r["rate"], r["rate_to_limit"], r["throttle_count"]) == (1, 500, 500.0, 0.25, 0)
+    assert (r["requests"], r["bytes"], r["rate"], r["rate_to_limit"], r["throttle_count"]) == (
+        1,
+        500,
+        500.0,
+        0.25,
+        0,
+    )
     # +10: A5 2000 bytes, throttled 1500 ms: share capped at 1; not a request-quota throttle.
     r = w[("1s", at(10), "User:alice", "produce")]
     assert (r["rate"], r["rate_to_limit"], r["throttle_ms"], r["throttled_share"]) == (2000.0, 1.0, 1500, 1.0)
@@ -303,7 +330,13 @@ def test_quota_windows(spark: Any, metrics: Any) -> None:
     # B3 throttled 200 ms: 0.2. Request quota: B1, B2, B3: (40+200)+(100+4000)+(100+6000)
     # = 10440 bytes, handler 400+500+700 = 1600 us: 0.16 %.
     r = w[("1s", at(0), "User:bob", "fetch")]
-    assert (r["requests"], r["bytes"], r["rate"], r["limit"], r["rate_to_limit"]) == (2, 10000, 10000.0, 5000.0, 2.0)
+    assert (r["requests"], r["bytes"], r["rate"], r["limit"], r["rate_to_limit"]) == (
+        2,
+        10000,
+        10000.0,
+        5000.0,
+        2.0,
+    )
     assert (r["throttle_count"], r["throttle_ms"], r["throttled_share"]) == (1, 200, 0.2)
     r = w[("1s", at(0), "User:bob", "request")]
     assert (r["requests"], r["bytes"], r["handler_us"]) == (3, 10440, 1600)
@@ -328,7 +361,13 @@ def test_quota_windows(spark: Any, metrics: Any) -> None:
     # 10s windows. alice +0..+10: A2-A4 3000 bytes / 10 s = 300 B/s: 0.15; 250 ms throttled
     # of 10000: 0.025. Request: A1-A4, handler 6100 us of 10 s = 0.061 %.
     r = w[("10s", at(0), "User:alice", "produce")]
-    assert (r["window_ms"], r["requests"], r["bytes"], r["rate"], r["rate_to_limit"]) == (10_000, 3, 3000, 300.0, 0.15)
+    assert (r["window_ms"], r["requests"], r["bytes"], r["rate"], r["rate_to_limit"]) == (
+        10_000,
+        3,
+        3000,
+        300.0,
+        0.15,
+    )
     assert (r["throttle_count"], r["throttle_ms"], r["throttled_share"]) == (1, 250, 0.025)
     r = w[("10s", at(0), "User:alice", "request")]
     assert (r["requests"], r["bytes"], r["handler_us"]) == (4, 3630, 6100)
@@ -355,19 +394,36 @@ def test_quota_summary(spark: Any, metrics: Any) -> None:
     # 1.25, 0.25, 1.0, 0.35; throttled in 2 windows, 250 + 1500 ms.
     r = s[("User:alice", "produce")]
     assert (r["active_windows"], r["requests"], r["bytes"]) == (4, 5, 5700)
-    assert (r["avg_rate"], r["max_rate"], r["limit"], r["max_rate_to_limit"]) == (1425.0, 2500.0, 2000.0, 1.25)
+    assert (r["avg_rate"], r["max_rate"], r["limit"], r["max_rate_to_limit"]) == (
+        1425.0,
+        2500.0,
+        2000.0,
+        1.25,
+    )
     assert r["avg_rate_to_limit"] == pytest.approx((1.25 + 0.25 + 1.0 + 0.35) / 4)
     assert (r["throttled_windows"], r["throttle_count"], r["throttle_ms"]) == (2, 2, 1750)
-    assert utc(r["first_window_start"]) == at(0) and utc(r["last_window_end"]) == DAY2 + dt.timedelta(seconds=1)
+    assert utc(r["first_window_start"]) == at(0) and utc(r["last_window_end"]) == DAY2 + dt.timedelta(
+        seconds=1
+    )
     # Its span: +0 .. day 2 +1 s = 86401 one-second windows, 5700 bytes over them.
     assert r["span_rate"] == pytest.approx(5700 / 86401)
     # bob fetch: windows +0 (10000 B/s) and +1 (50 B/s), span +0 .. +2: 10050 / 2 s = 5025
     # B/s against 5000: 1.005; the active windows' mean is the same here (no idle window).
     r = s[("User:bob", "fetch")]
-    assert (r["active_windows"], r["span_rate"], r["avg_rate"], r["max_rate_to_limit"]) == (2, 5025.0, 5025.0, 2.0)
+    assert (r["active_windows"], r["span_rate"], r["avg_rate"], r["max_rate_to_limit"]) == (
+        2,
+        5025.0,
+        5025.0,
+        2.0,
+    )
     assert r["span_rate_to_limit"] == pytest.approx(1.005)
     r = s[("User:carol", "request")]
-    assert (r["active_windows"], r["throttle_count"], r["limit"], r["span_rate"]) == (1, 1, 50.0, pytest.approx(60.8))
+    assert (r["active_windows"], r["throttle_count"], r["limit"], r["span_rate"]) == (
+        1,
+        1,
+        50.0,
+        pytest.approx(60.8),
+    )
 
 
 @pytest.mark.slow
@@ -375,33 +431,169 @@ def test_api_latency_and_errors(spark: Any, metrics: Any) -> None:
     from spark import jobs
 
     rows = {(r["api_name"], r["api_version"]): r for r in jobs.api_latency(spark, metrics).collect()}
-    assert sorted(rows) == [("ApiVersions", 3), ("CreateTopics", 7), ("Fetch", 13), ("Metadata", 12), ("Produce", 9)]
-    # percentile_approx(p) is the smallest value with at least p*n values at or below it:
-    # the ceil(p*n)-th smallest.
-    # Produce: total_us 3000, 5000, 1000, 8000, 2500 -> sorted 1000 2500 3000 5000 8000;
-    # p50 = 3rd (ceil 2.5), p95 = p99 = 5th; mean 19500/5 = 3900; A3, A5 throttled.
+    assert sorted(rows) == [
+        ("ApiVersions", 3),
+        ("CreateTopics", 7),
+        ("Fetch", 13),
+        ("Metadata", 12),
+        ("Produce", 9),
+    ]
+    # Percentiles come from total_us's log-linear histogram (jobs.latency_bucket): a value
+    # v >= 256 falls in a bucket of width 2^s, s = floor(log2 v) - 7, reported as its upper
+    # bound ((v >> s) + 1 << s) - 1; below 256 as itself. p-th percentile: the smallest
+    # bucket whose cumulative count reaches p % of n (holding the ceil(p n / 100)-th
+    # smallest value), capped at max_us.
+    # Produce: total_us 3000, 5000, 1000, 8000, 2500 -> sorted 1000 2500 3000 5000 8000.
+    # p50 = 3rd (ceil 2.5): 3000 in [2048, 4096), s = 4, 3000 >> 4 = 187: (188 << 4) - 1 =
+    # 3007. p95 = p99 = 5th: 8000 in [4096, 8192), s = 5, 8000 >> 5 = 250: (251 << 5) - 1 =
+    # 8031, capped at max 8000. Mean 19500/5 = 3900; A3, A5 throttled.
     r = rows[("Produce", 9)]
     assert (r["api_key"], r["requests"], r["errors"], r["errors_by_code"], r["throttled"]) == (0, 5, 0, {}, 2)
-    assert (r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"], r["mean_us"]) == (3000, 8000, 8000, 8000, 3900.0)
+    assert (r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"], r["mean_us"]) == (
+        3007,
+        8000,
+        8000,
+        8000,
+        3900.0,
+    )
     # handler_us 2000 3000 1000 4000 1000: mean 11000/5 = 2200, max 4000.
     assert (r["handler_mean_us"], r["handler_max_us"]) == (2200.0, 4000)
-    # Fetch: 100000, 200000, 1000 -> sorted 1000 100000 200000: p50 = 2nd (ceil 1.5); one error 1.
+    # Fetch: 100000, 200000, 1000 -> sorted 1000 100000 200000; one error 1. p50 = 2nd
+    # (ceil 1.5): 100000 in [65536, 131072), s = 9, 100000 >> 9 = 195: (196 << 9) - 1 =
+    # 100351 (0.35 % above). p95 = p99 = 3rd: 200000's bucket, capped at max 200000.
     r = rows[("Fetch", 13)]
     assert (r["requests"], r["errors"], r["errors_by_code"], r["throttled"]) == (3, 1, {1: 1}, 1)
-    assert (r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"]) == (100000, 200000, 200000, 200000)
-    # Metadata: B1 500, C3 650000: p50 = 1st (ceil 1.0), p95 = 2nd.
+    assert (r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"]) == (100351, 200000, 200000, 200000)
+    # Metadata: B1 500, C3 650000. p50 = 1st (ceil 1.0): 500 in [256, 512), s = 1, 500 >> 1
+    # = 250: (251 << 1) - 1 = 501. p95 = 2nd: 650000's bucket capped at max 650000.
     r = rows[("Metadata", 12)]
     assert (r["requests"], r["errors"], r["throttled"], r["p50_us"], r["p95_us"], r["max_us"]) == (
-        2, 0, 1, 500, 650000, 650000,
+        2, 0, 1, 501, 650000, 650000,
     )  # fmt: skip
-    # CreateTopics: 6000, 4000 -> p50 4000, p99 6000; C2 failed with 36 (TOPIC_ALREADY_EXISTS).
+    # CreateTopics: 6000, 4000. p50 = 4000: s = 4, 4000 >> 4 = 250: (251 << 4) - 1 = 4015;
+    # p99 = 6000 (capped). C2 failed with 36 (TOPIC_ALREADY_EXISTS).
     r = rows[("CreateTopics", 7)]
-    assert (r["requests"], r["errors"], r["errors_by_code"], r["p50_us"], r["p99_us"]) == (2, 1, {36: 1}, 4000, 6000)
+    assert (r["requests"], r["errors"], r["errors_by_code"], r["p50_us"], r["p99_us"]) == (
+        2,
+        1,
+        {36: 1},
+        4015,
+        6000,
+    )
+    # ApiVersions: 150, below 256: exact.
     r = rows[("ApiVersions", 3)]
-    assert (r["requests"], r["p50_us"], r["p99_us"], r["max_us"], r["errors_by_code"]) == (1, 150, 150, 150, {})
+    assert (r["requests"], r["p50_us"], r["p99_us"], r["max_us"], r["errors_by_code"]) == (
+        1,
+        150,
+        150,
+        150,
+        {},
+    )
 
-    errors = sorted((r["api_name"], r["error_code"], r["requests"]) for r in jobs.api_errors(spark, metrics).collect())
+    errors = sorted(
+        (r["api_name"], r["error_code"], r["requests"]) for r in jobs.api_errors(spark, metrics).collect()
+    )
     assert errors == [("CreateTopics", 36, 1), ("Fetch", 1, 1)]
+
+
+def _bucket_reference(v: int) -> int:
+    """jobs.latency_bucket in Python: the upper bound of v's log-linear bucket."""
+    if v < 256:
+        return v
+    shift = v.bit_length() - 1 - 7
+    return (((v >> shift) + 1) << shift) - 1
+
+
+@pytest.mark.slow
+def test_latency_bucket(spark: Any) -> None:
+    from spark import jobs
+
+    values = {
+        0,
+        1,
+        150,
+        255,
+        256,
+        257,
+        258,
+        500,
+        511,
+        512,
+        513,
+        1000,
+        3000,
+        100_000,
+        2**62 + 12345,
+        2**63 - 1,
+    }
+    for k in range(1, 63):  # both sides of every power of two (log2 rounds up just below 2^48 and beyond)
+        values |= {2**k - 1, 2**k, 2**k + 1}
+    df = spark.createDataFrame([(v,) for v in sorted(values)], "v long")
+    got = {r["v"]: r["b"] for r in df.select("v", jobs.latency_bucket("v").alias("b")).collect()}
+    assert got == {v: _bucket_reference(v) for v in values}
+    # Exact below 256; above, the bucket's upper bound is less than 1/128 above the value.
+    assert [got[v] for v in (0, 1, 150, 255, 256, 257, 258, 511, 512, 513)] == [
+        0,
+        1,
+        150,
+        255,
+        257,
+        257,
+        259,
+        511,
+        515,
+        515,
+    ]
+    assert all(0 <= got[v] - v and 128 * (got[v] - v) < v for v in values if v >= 256)
+
+
+@pytest.mark.slow
+def test_latency_percentiles_from_the_histogram(spark: Any) -> None:
+    from spark import jobs
+
+    def req(api: str, total: int, handler: int, error: int = 0, throttle: int = 0) -> dict[str, Any]:
+        return row(at(0), ALICE, api, 9 if api == "Produce" else 12, handler_us=handler, total_us=total,
+                   error_code=error, throttle_time_ms=throttle, throttle_cause="produce" if throttle else "none")  # fmt: skip
+
+    # Produce, 20 requests: 10, 20, ..., 120 (12 values below 256: exact), then 255, 256, 300,
+    # 1000, 4000, 4001, 9000, 10000.
+    produce_us = [*range(10, 130, 10), 255, 256, 300, 1000, 4000, 4001, 9000, 10000]
+    rows = [
+        req("Produce", t, t // 2, error=1 if t == 300 else 0, throttle=5 if t >= 9000 else 0)
+        for t in produce_us
+    ]
+    # Metadata, 4 requests of 1 us and 1 of 999 us.
+    rows += [req("Metadata", 1, 1)] * 4 + [req("Metadata", 999, 900)]
+    df = spark.createDataFrame(rows, spark_schema())
+
+    hist = jobs.latency_histogram(df)
+    assert hist.columns == [*jobs.API_KEYS, "bucket_us", "requests", "errors", "throttled", "total_us_sum",
+                            "max_us", "handler_us_sum", "handler_max_us"]  # fmt: skip
+    # 4000 and 4001 share a bucket: 4000 >> 4 = 4001 >> 4 = 250 -> (251 << 4) - 1 = 4015.
+    buckets = {(r["api_name"], r["bucket_us"]): r for r in hist.collect()}
+    assert len(buckets) == 19 + 2
+    b = buckets[("Produce", 4015)]
+    assert (b["requests"], b["total_us_sum"], b["max_us"], b["handler_us_sum"], b["handler_max_us"]) == (
+        2, 8001, 4001, 4000, 2000,
+    )  # fmt: skip
+
+    stats = {r["api_name"]: r for r in jobs.latency_from_histogram(hist).collect()}
+    assert stats == {r["api_name"]: r for r in jobs.latency_stats(spark, df).collect()}
+    r = stats["Produce"]
+    # p50: 10th smallest (cumulative 10 x 100 >= 50 x 20): 100, below 256: exact.
+    # p95: 19th (19 x 100 >= 95 x 20): 9000 in [8192, 16384), s = 6, 9000 >> 6 = 140:
+    #   (141 << 6) - 1 = 9023 (0.26 % above 9000).
+    # p99: 20th (ceil 19.8): 10000 >> 6 = 156: (157 << 6) - 1 = 10047, capped at max 10000.
+    assert (r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"]) == (100, 9023, 10000, 10000)
+    assert (r["requests"], r["errors"], r["throttled"]) == (20, 1, 2)
+    assert (
+        r["mean_us"] == sum(produce_us) / 20 and r["handler_mean_us"] == sum(t // 2 for t in produce_us) / 20
+    )
+    assert r["handler_max_us"] == 5000
+    # Metadata: p50 = 3rd of 5 (ceil 2.5) = 1 (exact); p95 = p99 = 5th: 999 in [512, 1024),
+    # s = 2, 999 >> 2 = 249: (250 << 2) - 1 = 999 exactly, the max.
+    r = stats["Metadata"]
+    assert (r["requests"], r["p50_us"], r["p95_us"], r["p99_us"], r["max_us"]) == (5, 1, 999, 999, 999)
 
 
 @pytest.mark.slow
@@ -423,7 +615,9 @@ def test_client_software(spark: Any, metrics: Any) -> None:
         ("librdkafka", "2.4.0", "Metadata", 12, 1, 0, 1),  # B1
     ]
     produce = next(r for r in rows if r["api_name"] == "Produce")
-    assert utc(produce["first_seen"]) == at(0.2) and utc(produce["last_seen"]) == DAY2 + dt.timedelta(seconds=0.5)
+    assert utc(produce["first_seen"]) == at(0.2) and utc(produce["last_seen"]) == DAY2 + dt.timedelta(
+        seconds=0.5
+    )
 
 
 @pytest.mark.slow
