@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from broker.config import BrokerConfig
 from broker.log import PartitionLog
+from quotas.callback import Cluster, Node, PartitionInfo
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
@@ -188,6 +189,42 @@ class ClusterState:
     def next_producer_id(self) -> int:
         self._next_producer_id += 1
         return self._next_producer_id
+
+    def move_leader(self, topic: str, index: int, node_id: int) -> Partition:
+        """Makes `node_id` the partition's leader (a reassignment when it holds no
+        replica), with a new leader epoch, as a controller's election does."""
+        partition = self.partition(topic, index)
+        if partition is None:
+            raise ClusterError(3, f"Unknown partition {topic}-{index}")
+        if node_id not in self.brokers:
+            raise ClusterError(42, f"Unknown broker {node_id}")
+        if partition.leader != node_id:
+            others = [r for r in partition.replicas if r != node_id]
+            partition.replicas = [node_id, *others[: len(partition.replicas) - 1]]
+            partition.leader = node_id
+            partition.leader_epoch += 1
+            self.metadata_changed()
+        return partition
+
+    def snapshot(self, listener: str | None = None) -> Cluster:
+        """The cluster as a quota callback sees it (KIP-257's Cluster): nodes at their
+        endpoint on `listener` (the first listener when None), partitions and leaders."""
+        nodes = {
+            node_id: Node(node_id, *node.endpoint(listener or next(iter(node.endpoints), "")), node.rack)
+            for node_id, node in sorted(self.brokers.items())
+            if node.endpoints
+        }
+        partitions = tuple(
+            PartitionInfo(
+                p.topic,
+                p.index,
+                nodes.get(p.leader),
+                tuple(nodes[r] for r in p.replicas if r in nodes),
+            )
+            for topic in self.topics.values()
+            for p in topic.partitions
+        )
+        return Cluster(self.cluster_id, tuple(nodes.values()), partitions)
 
     def metadata_changed(self) -> None:
         for listener in self.metadata_listeners:

@@ -54,10 +54,11 @@ class BrokerServer:
             metrics_sink.drained_listeners.append(self._resume_connections)
         self.connections: set[Connection] = set()
         # Quotas are enforced per broker, as in Kafka: each has its own sensors.
-        self.quota_managers = build_quota_managers(cluster.config)
+        self.quota_managers = build_quota_managers(cluster.config, node_id)
         for entity, values in quotas.store.configs.items():
             for key, value in values.items():
                 self.quota_managers.quota_changed(entity, key, value)
+        cluster.metadata_listeners.append(self._cluster_metadata_changed)
         quotas.store.listeners.append(self.quota_managers)
         self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
         # Per API key: [responses, total throttle ms, max throttle ms] (RequestMetrics ThrottleTimeMs).
@@ -93,6 +94,10 @@ class BrokerServer:
         else:
             node.endpoints, node.up = endpoints, True
         self.cluster.metadata_changed()
+
+    def _cluster_metadata_changed(self) -> None:
+        """KIP-257: the quota callback hears of topic, partition and leader changes."""
+        self.quota_managers.cluster_changed(self.cluster.snapshot())
 
     def advertised_endpoint(self, listener: str) -> Endpoint:
         """Where clients that came in on `listener` reach this broker."""

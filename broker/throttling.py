@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from broker.cluster import Charge
 from broker.config import BrokerConfig
-from quotas.callback import ClientQuotaCallback, DefaultQuotaCallback
+from quotas.callback import CALLBACK_CONFIG, load_callback
 from quotas.connections import ConnectionQuotas
 from quotas.manager import (
     NANOS_TO_PERCENTAGE,
@@ -53,7 +53,15 @@ def _per_ip_overrides(spec: str) -> dict[str, int]:
     return overrides
 
 
-def build_quota_managers(config: BrokerConfig, callback: ClientQuotaCallback | None = None) -> QuotaManagers:
+def callback_configs(config: BrokerConfig, node_id: int) -> dict[str, str]:
+    """What the quota callback's configure() receives: every config of this broker as
+    strings, unknown keys (meant for the callback) included, with its own id."""
+    return {**config.values, "node.id": str(node_id), "broker.id": str(node_id)}
+
+
+def build_quota_managers(config: BrokerConfig, node_id: int = 0) -> QuotaManagers:
+    """The broker's quota managers over the callback `client.quota.callback.class` names
+    (CallbackError when it is unusable)."""
     window = _window_config(config, "quota")
     connections = ConnectionQuotas(
         window,
@@ -62,7 +70,7 @@ def build_quota_managers(config: BrokerConfig, callback: ClientQuotaCallback | N
         _per_ip_overrides(config.get_str("max.connections.per.ip.overrides")),
     )
     return QuotaManagers(
-        callback or DefaultQuotaCallback(),
+        load_callback(config.get_str(CALLBACK_CONFIG), callback_configs(config, node_id)),
         window,
         _window_config(config, "controller.quota"),
         connections,

@@ -9,9 +9,9 @@ KIP-55 exactly as Apache Kafka's DefaultQuotaCallback does.
 from __future__ import annotations
 
 import enum
+import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from quotas.entity import CLIENT_ID, USER, QuotaEntity
 from quotas.resolution import QuotaIndex
@@ -93,6 +93,45 @@ class ClientQuotaEntity:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Node:
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: Node | None
+    replicas: tuple[Node, ...]
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """Kafka's org.apache.kafka.common.Cluster, as `update_cluster_metadata` receives it:
+    the brokers, and every partition with its leader and replicas."""
+
+    cluster_id: str
+    nodes: tuple[Node, ...]
+    partitions: tuple[PartitionInfo, ...]
+
+    def topics(self) -> set[str]:
+        return {p.topic for p in self.partitions}
+
+    def node_by_id(self, node_id: int) -> Node | None:
+        return next((n for n in self.nodes if n.id == node_id), None)
+
+    def partitions_for_topic(self, topic: str) -> list[PartitionInfo]:
+        return [p for p in self.partitions if p.topic == topic]
+
+    def partitions_for_node(self, node_id: int) -> list[PartitionInfo]:
+        """The partitions `node_id` leads."""
+        return [p for p in self.partitions if p.leader is not None and p.leader.id == node_id]
+
+
 class ClientQuotaCallback:
     """KIP-257's interface. Subclass it and override what your quota scheme needs.
 
@@ -123,7 +162,7 @@ class ClientQuotaCallback:
         """True makes the broker refresh every sensor's limit from `quota_limit`."""
         return False
 
-    def update_cluster_metadata(self, cluster: Any) -> bool:
+    def update_cluster_metadata(self, cluster: Cluster) -> bool:
         """Topics, partitions or leaders changed; True when limits must be refreshed."""
         return False
 
@@ -149,10 +188,47 @@ class DefaultQuotaCallback(ClientQuotaCallback):
         return {USER_TAG: user, CLIENT_ID_TAG: client}
 
     def quota_limit(self, quota_type: ClientQuotaType, metric_tags: Mapping[str, str]) -> float | None:
-        return self.index.limit(quota_type.quota_key, metric_tags.get(USER_TAG, ""), metric_tags.get(CLIENT_ID_TAG, ""))
+        return self.index.limit(
+            quota_type.quota_key, metric_tags.get(USER_TAG, ""), metric_tags.get(CLIENT_ID_TAG, "")
+        )
 
     def update_quota(self, quota_type: ClientQuotaType, entity: ClientQuotaEntity, new_value: float) -> None:
         self.index.set(entity.to_quota_entity(), quota_type.quota_key, new_value)
 
     def remove_quota(self, quota_type: ClientQuotaType, entity: ClientQuotaEntity) -> None:
         self.index.set(entity.to_quota_entity(), quota_type.quota_key, None)
+
+
+class CallbackError(ValueError):
+    """`client.quota.callback.class` names no usable callback; the message says why."""
+
+
+CALLBACK_CONFIG = "client.quota.callback.class"
+
+
+def load_callback(class_name: str, configs: Mapping[str, str]) -> ClientQuotaCallback:
+    """A configured instance of `package.module.Class` (or `package.module:Class`),
+    imported from sys.path; the empty name is Kafka's DefaultQuotaCallback."""
+    name = class_name.strip()
+    if not name:
+        callback: ClientQuotaCallback = DefaultQuotaCallback()
+    else:
+        module_name, _, attribute = name.partition(":") if ":" in name else name.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module_name), attribute)
+        except Exception as exc:  # ImportError, AttributeError, or the module failing as it loads
+            raise CallbackError(
+                f"Invalid value {name} for configuration {CALLBACK_CONFIG}: Class {name} could not be found: {exc!r}"
+            ) from exc
+        if not (isinstance(found, type) and issubclass(found, ClientQuotaCallback)):
+            raise CallbackError(f"{name} is not an instance of ClientQuotaCallback")
+        try:
+            callback = found()
+        except Exception as exc:
+            raise CallbackError(f"{name} could not be instantiated: {exc!r}") from exc
+    try:
+        callback.configure(dict(configs))
+    except Exception as exc:
+        callback.close()
+        raise CallbackError(f"{name or 'DefaultQuotaCallback'}.configure() failed: {exc!r}") from exc
+    return callback

@@ -137,7 +137,9 @@ class ConnectionQuotas:
         for ip, sensors in self._sensors.items():
             yield Metric("connection-accept-rate", group, {"ip": ip}, sensors.rate.measure(now_ms))
         for listener, stat in self._throttle_times.items():
-            yield Metric("ip-connection-accept-throttle-time", group, {"listener": listener}, stat.measure(now_ms))
+            yield Metric(
+                "ip-connection-accept-throttle-time", group, {"listener": listener}, stat.measure(now_ms)
+            )
         yield Metric("connection-count", group, {}, float(self.total))
 
 

@@ -72,7 +72,11 @@ class QuotaEntity(Mapping[str, str | None]):
 
 
 def _type_order(entity_type: str) -> tuple[int, str]:
-    return (ENTITY_TYPES.index(entity_type), "") if entity_type in ENTITY_TYPES else (len(ENTITY_TYPES), entity_type)
+    return (
+        (ENTITY_TYPES.index(entity_type), "")
+        if entity_type in ENTITY_TYPES
+        else (len(ENTITY_TYPES), entity_type)
+    )
 
 
 def sanitize(name: str) -> str:

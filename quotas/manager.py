@@ -8,14 +8,16 @@ mutes connections. Pure: no sockets, no clocks (every call takes `now_ms`).
 
 from __future__ import annotations
 
+import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from quotas.callback import (
     QUOTA_TYPE_OF_KEY,
     ClientQuotaCallback,
     ClientQuotaEntity,
     ClientQuotaType,
+    Cluster,
     DefaultQuotaCallback,
     KafkaPrincipal,
 )
@@ -32,6 +34,8 @@ from quotas.sensor import (
     throttle_time_ms,
     token_bucket_throttle_ms,
 )
+
+log = logging.getLogger("quotas.manager")
 
 INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
 NANOS_TO_PERCENTAGE = 100.0 / 1e9  # request time: ns of thread time -> percent-seconds
@@ -56,7 +60,9 @@ class ClientSensors:
 
     __slots__ = ("tags", "bound", "rate", "tokens", "throttle_time", "last_record_ms", "last_rate")
 
-    def __init__(self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool) -> None:
+    def __init__(
+        self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool
+    ) -> None:
         self.tags = tags
         self.bound = bound
         self.rate = Rate(config)
@@ -79,7 +85,6 @@ class ClientQuotaManager:
         max_throttle_ms: int | None = None,
     ) -> None:
         self.quota_type = quota_type
-        self.callback = callback
         self.config = config
         self.max_throttle_ms = max_throttle_ms
         self.sensors: dict[tuple[tuple[str, str], ...], ClientSensors] = {}
@@ -88,34 +93,52 @@ class ClientQuotaManager:
         # callback's tags are only asked again then (or when it asks for a reset).
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
-        self.enabled = self._quotas_enabled()
+        # Where a request is measured when the callback fails: no tags, no limit.
+        self._unlimited = ClientSensors({}, None, config, self.token_bucket)
+        self.set_callback(callback)
+
+    def set_callback(self, callback: ClientQuotaCallback) -> None:
+        """Uses `callback` from the next request on. Sensors whose tags it gives again
+        keep their history, so a new limit applies at once."""
+        self.callback = callback
         # Only callbacks that override quota_reset_required are asked it per request.
         self._may_reset = type(callback).quota_reset_required is not ClientQuotaCallback.quota_reset_required
+        self.refresh_limits()
 
     def _quotas_enabled(self) -> bool:
         """Kafka's quotasEnabled: a custom callback always, the default once a quota of
         this type exists (kept current by `refresh_limits`)."""
         callback = self.callback
-        if isinstance(callback, DefaultQuotaCallback):
+        if type(callback) is DefaultQuotaCallback:
             return callback.has_quotas(self.quota_type)
         return True
 
     def sensors_for(self, principal: KafkaPrincipal, client_id: str, now_ms: int) -> ClientSensors:
-        """The sensors this request is measured on (getOrCreateQuotaSensors)."""
-        if self._may_reset and self.callback.quota_reset_required(self.quota_type):
-            self.refresh_limits()
-        sensors = self._resolved.get((principal, client_id))
-        if sensors is not None:
-            return sensors
-        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
-        key = tuple(tags.items())
-        sensors = self.sensors.get(key)
-        if sensors is None:
-            self._created_since_expiry += 1
-            if self._created_since_expiry >= 1000:
-                self._expire_inactive(now_ms)
-            bound = self.callback.quota_limit(self.quota_type, tags)
-            sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
+        """The sensors this request is measured on (getOrCreateQuotaSensors). A callback
+        that raises is logged and the request is measured without a quota."""
+        try:
+            if self._may_reset and self.callback.quota_reset_required(self.quota_type):
+                self.refresh_limits()
+            sensors = self._resolved.get((principal, client_id))
+            if sensors is not None:
+                return sensors
+            tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+            key = tuple(tags.items())
+            sensors = self.sensors.get(key)
+            if sensors is None:
+                bound = self.callback.quota_limit(self.quota_type, tags)
+                self._created_since_expiry += 1
+                if self._created_since_expiry >= 1000:
+                    self._expire_inactive(now_ms)
+                sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
+        except Exception:
+            log.exception(
+                "%s quota callback failed for %s, client id %r: no quota",
+                self.quota_type.name,
+                principal,
+                client_id,
+            )
+            return self._unlimited
         self._resolved[(principal, client_id)] = sensors
         return sensors
 
@@ -157,8 +180,12 @@ class ClientQuotaManager:
         """The most a single response may carry: quota x (samples - 1) x window."""
         if not self.enabled:
             return math.inf
-        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
-        limit = self.callback.quota_limit(self.quota_type, tags)
+        try:
+            tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+            limit = self.callback.quota_limit(self.quota_type, tags)
+        except Exception:
+            log.exception("%s quota callback failed for %s: no quota", self.quota_type.name, principal)
+            return math.inf
         if limit is None:
             return math.inf
         return limit * (self.config.samples - 1) * self.config.window_ms / 1000.0
@@ -169,18 +196,26 @@ class ClientQuotaManager:
         self.enabled = self._quotas_enabled()
         self._resolved.clear()
         for sensors in self.sensors.values():
-            sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
+            try:
+                sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
+            except Exception:
+                log.exception("%s quota callback failed for %s: no quota", self.quota_type.name, sensors.tags)
+                sensors.bound = None
 
     def _expire_inactive(self, now_ms: int) -> None:
         self._created_since_expiry = 0
         self._resolved.clear()
-        for key in [k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS]:
+        for key in [
+            k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS
+        ]:
             del self.sensors[key]
 
     def metrics(self, now_ms: int) -> Iterator[Metric]:
         group = GROUPS[self.quota_type]
         for sensors in self.sensors.values():
-            yield Metric(RATE_METRIC[self.quota_type], group, dict(sensors.tags), sensors.rate.measure(now_ms))
+            yield Metric(
+                RATE_METRIC[self.quota_type], group, dict(sensors.tags), sensors.rate.measure(now_ms)
+            )
             yield Metric("throttle-time", group, dict(sensors.tags), sensors.throttle_time.measure(now_ms))
         yield Metric("queue-size", group, {}, float(self.throttled_channels))
 
@@ -215,7 +250,9 @@ class ControllerMutationQuota:
     further mutations raise ThrottlingQuotaExceeded. Permissive (older versions,
     auto-creation): everything is recorded and only a throttle time results."""
 
-    def __init__(self, manager: ControllerMutationQuotaManager | None, sensors: ClientSensors | None, strict: bool):
+    def __init__(
+        self, manager: ControllerMutationQuotaManager | None, sensors: ClientSensors | None, strict: bool
+    ):
         self.manager = manager
         self.sensors = sensors
         self.strict = strict
@@ -267,7 +304,9 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
     def __init__(self, callback: ClientQuotaCallback, config: WindowConfig) -> None:
         super().__init__(ClientQuotaType.CONTROLLER_MUTATION, callback, config)
 
-    def new_quota(self, principal: KafkaPrincipal, client_id: str, strict: bool, now_ms: int) -> ControllerMutationQuota:
+    def new_quota(
+        self, principal: KafkaPrincipal, client_id: str, strict: bool, now_ms: int
+    ) -> ControllerMutationQuota:
         if not self.enabled:
             return UNBOUNDED_MUTATION_QUOTA
         return ControllerMutationQuota(self, self.sensors_for(principal, client_id, now_ms), strict)
@@ -306,6 +345,10 @@ class QuotaManagers:
             ClientQuotaType.CONTROLLER_MUTATION: self.controller_mutation,
         }[quota_type]
 
+    @property
+    def managers(self) -> tuple[ClientQuotaManager, ...]:
+        return (self.produce, self.fetch, self.request, self.controller_mutation)
+
     def quota_changed(self, entity: QuotaEntity, key: str, value: float | None) -> None:
         """QuotaListener: forwards an applied AlterClientQuotas change."""
         if IP in entity:
@@ -314,15 +357,58 @@ class QuotaManagers:
         quota_type = QUOTA_TYPE_OF_KEY.get(key)
         if quota_type is None:
             return
-        if value is None:
-            self.callback.remove_quota(quota_type, ClientQuotaEntity.of(entity))
-        else:
-            self.callback.update_quota(quota_type, ClientQuotaEntity.of(entity), value)
+        _notify(self.callback, quota_type, entity, value)
         self.by_type(quota_type).refresh_limits()
+
+    def cluster_changed(self, cluster: Cluster) -> None:
+        """Topics, partitions or leaders changed: the callback may change its limits."""
+        try:
+            refresh = self.callback.update_cluster_metadata(cluster)
+        except Exception:
+            log.exception("quota callback failed on a metadata update")
+            return
+        if refresh:
+            for manager in self.managers:
+                manager.refresh_limits()
+
+    def replace_callback(
+        self,
+        callback: ClientQuotaCallback,
+        quotas: Iterable[tuple[QuotaEntity, str, float]],
+        cluster: Cluster,
+    ) -> ClientQuotaCallback:
+        """Switches to `callback` (a dynamic client.quota.callback.class): it first hears
+        of every configured quota and of the cluster, as at start. Returns the old one,
+        for the caller to close."""
+        for entity, key, value in quotas:
+            quota_type = QUOTA_TYPE_OF_KEY.get(key)
+            if quota_type is not None and IP not in entity:
+                _notify(callback, quota_type, entity, value)
+        try:
+            callback.update_cluster_metadata(cluster)
+        except Exception:
+            log.exception("quota callback failed on a metadata update")
+        old, self.callback = self.callback, callback
+        for manager in self.managers:
+            manager.set_callback(callback)
+        return old
 
     def metrics(self, now_ms: int) -> list[Metric]:
         found: list[Metric] = []
-        for manager in (self.produce, self.fetch, self.request, self.controller_mutation):
+        for manager in self.managers:
             found.extend(manager.metrics(now_ms))
         found.extend(self.connections.metrics(now_ms))
         return found
+
+
+def _notify(
+    callback: ClientQuotaCallback, quota_type: ClientQuotaType, entity: QuotaEntity, value: float | None
+) -> None:
+    """update_quota or remove_quota; a callback that raises is logged, not fatal."""
+    try:
+        if value is None:
+            callback.remove_quota(quota_type, ClientQuotaEntity.of(entity))
+        else:
+            callback.update_quota(quota_type, ClientQuotaEntity.of(entity), value)
+    except Exception:
+        log.exception("quota callback failed on %s %s", "removing" if value is None else "updating", entity)

@@ -70,7 +70,9 @@ class QuotaStore:
         self.index = QuotaIndex()
         self.listeners: list[QuotaListener] = []
 
-    def plan(self, alterations: Iterable[Alteration], is_valid_host: Callable[[str], bool] = is_ip_literal) -> AlterPlan:
+    def plan(
+        self, alterations: Iterable[Alteration], is_valid_host: Callable[[str], bool] = is_ip_literal
+    ) -> AlterPlan:
         """Validates a request as Kafka's ClientQuotaControlManager does: per entity, all
         or nothing; a duplicate key or a repeated entity makes that entity INVALID_REQUEST
         ("Ignoring duplicate entity"), while the other entities still apply."""
@@ -86,7 +88,10 @@ class QuotaStore:
                 ops[op.key] = None if op.remove else op.value
             if duplicate_key or entity in results:
                 result = results.setdefault(entity, AlterResult(entity))
-                result.error_code, result.error_message = INVALID_REQUEST, f"Ignoring duplicate entity {entity}"
+                result.error_code, result.error_message = (
+                    INVALID_REQUEST,
+                    f"Ignoring duplicate entity {entity}",
+                )
                 continue
             result = results[entity] = AlterResult(entity)
             try:
@@ -128,7 +133,9 @@ class QuotaStore:
 
     def describe(self, quota_filter: QuotaFilter) -> list[tuple[QuotaEntity, dict[str, float]]]:
         """Entities matching the filter with their values (a linear scan, as in Kafka)."""
-        return [(entity, dict(values)) for entity, values in self.configs.items() if quota_filter.matches(entity)]
+        return [
+            (entity, dict(values)) for entity, values in self.configs.items() if quota_filter.matches(entity)
+        ]
 
 
 _DOUBLE = struct.Struct(">d")  # values kept bit-exact (SQLite's REAL would turn NaN into NULL)
@@ -155,8 +162,12 @@ class SqliteQuotaStorage:
         )
 
     def load(self) -> list[Change]:
-        rows = self._db.execute("SELECT entity, quota_key, value FROM client_quotas ORDER BY rowid").fetchall()
-        return [(QuotaEntity(json.loads(entity)), key, _DOUBLE.unpack(value)[0]) for entity, key, value in rows]
+        rows = self._db.execute(
+            "SELECT entity, quota_key, value FROM client_quotas ORDER BY rowid"
+        ).fetchall()
+        return [
+            (QuotaEntity(json.loads(entity)), key, _DOUBLE.unpack(value)[0]) for entity, key, value in rows
+        ]
 
     def write(self, changes: Sequence[Change]) -> None:
         if not changes:
@@ -166,7 +177,9 @@ class SqliteQuotaStorage:
             for entity, key, value in changes:
                 encoded = json.dumps(entity.to_json(), sort_keys=True)
                 if value is None:
-                    self._db.execute("DELETE FROM client_quotas WHERE entity = ? AND quota_key = ?", (encoded, key))
+                    self._db.execute(
+                        "DELETE FROM client_quotas WHERE entity = ? AND quota_key = ?", (encoded, key)
+                    )
                 else:
                     self._db.execute(
                         "INSERT INTO client_quotas (entity, quota_key, value) VALUES (?, ?, ?)"

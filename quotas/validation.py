@@ -73,7 +73,8 @@ def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_
         if USER in entity or CLIENT_ID in entity:
             # Kafka's message, missing space included (ClientQuotaControlManagerTest asserts it).
             raise QuotaError(
-                INVALID_REQUEST, "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"
+                INVALID_REQUEST,
+                "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
             )
         name = entity[IP]
         if name is not None and not is_valid_host(name):
@@ -123,21 +124,29 @@ def parse_filter(components: Iterable[tuple[str, int, str | None]], strict: bool
         if not entity_type:
             raise QuotaError(INVALID_REQUEST, "Invalid empty entity type.")
         if entity_type in exact or entity_type in specified:
-            raise QuotaError(INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter.")
+            raise QuotaError(
+                INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter."
+            )
         if entity_type not in ENTITY_TYPES:
             raise QuotaError(UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
         if match_type == MATCH_EXACT:
             if match is None:
-                raise QuotaError(INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+                raise QuotaError(
+                    INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+                )
             exact[entity_type] = match
         elif match_type == MATCH_DEFAULT:
             if match is not None:
-                raise QuotaError(INVALID_REQUEST, "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+                raise QuotaError(
+                    INVALID_REQUEST,
+                    "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
+                )
             exact[entity_type] = None
         elif match_type == MATCH_SPECIFIED:
             if match is not None:
                 raise QuotaError(
-                    INVALID_REQUEST, "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+                    INVALID_REQUEST,
+                    "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.",
                 )
             specified.add(entity_type)
         else:
