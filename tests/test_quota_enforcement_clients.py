@@ -654,6 +654,79 @@ def test_authenticated_users_are_each_held_to_their_own_quota(tmp_path: Path) ->
         assert_near(sampler.median("Produce", "byte-rate", "", user=user), quota, f"{user} broker byte-rate")
 
 
+def sasl(user: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": user,
+        "sasl.password": f"{user}-secret",
+    }
+
+
+def test_quota_group_members_share_the_group_quota(tmp_path: Path) -> None:
+    """QuotaGroupsCallback: alice and bob (different principals, different client ids)
+    share analytics' allowance; carol, outside the group and without a quota, is not
+    held back at all."""
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({u: f"{u}-secret" for u in ("alice", "bob", "carol")}))
+    quota = 512 * KiB
+    config = {
+        **WINDOWS,
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.users.file": str(users),
+        "client.quota.callback.class": "quotas.callbacks.quota_groups.QuotaGroupsCallback",
+        "quota.groups": "analytics=User:alice,User:bob",
+        "quota.group.analytics.producer_byte_rate": str(quota),
+    }
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("grouped", 3)
+        carol_throttles: list[Any] = []
+        alice, bob, carol = (
+            ConfluentProducer(cluster, f"{user}-app", "grouped", partitions=(i,), **sasl(user), **extra)
+            for i, (user, extra) in enumerate(
+                [("alice", {}), ("bob", {}), ("carol", {"throttle_cb": carol_throttles.append})]
+            )
+        )
+        window, sampler = measure_producers(
+            cluster, [alice, bob, carol], pace=[quota / 2, quota / 2, 4 * quota]
+        )
+    assert alice.log.rate(*window) > 0 and bob.log.rate(*window) > 0
+    assert_near(merged(alice.log, bob.log).rate(*window), quota, "alice and bob together (client side)")
+    assert_near(
+        sampler.median("Produce", "byte-rate", "", user="analytics"), quota, "analytics broker byte-rate"
+    )
+    assert not [e for e in carol_throttles if e.throttle_time > 0]
+    assert carol.log.rate(*window) > 2 * quota, "carol was held back"
+
+
+def test_partition_proportional_quota_adds_up_to_the_total_over_brokers() -> None:
+    """PartitionProportionalCallback on 3 brokers, one partition led by each: each broker
+    holds a third of the quota, and a client producing to every partition gets the total."""
+    total = 768 * KiB
+    with MockCluster(
+        brokers=3,
+        config={
+            **WINDOWS,
+            "client.quota.callback.class": "quotas.callbacks.partition_proportional.PartitionProportionalCallback",
+        },
+    ) as cluster:
+        cluster.create_topic("proportional", 3)
+        leaders = {p.leader for p in cluster.state.topics["proportional"].partitions}
+        assert len(leaders) == 3
+        cluster.quotas.alter(
+            {"user": None}, set={"producer_byte_rate": total}
+        )  # every user, ANONYMOUS included
+        producer = ConfluentProducer(cluster, "spread", "proportional", partitions=(0, 1, 2))
+        window, sampler = measure_producers(cluster, [producer], pace=total / 3)
+    assert_near(producer.log.rate(*window), total, "delivered over all brokers (client side)")
+    for broker in leaders:
+        assert_near(
+            sampler.median("Produce", "byte-rate", "", broker=broker, user="ANONYMOUS"),
+            total / 3,
+            f"broker {broker} byte-rate",
+        )
+
+
 # -- several brokers -----------------------------------------------------------------
 def test_quota_is_enforced_per_broker(cluster3: MockCluster) -> None:
     quota = 384 * KiB
