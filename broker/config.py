@@ -6,8 +6,16 @@ so unknown keys (meant for plugins) pass through untouched.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from broker.topic_configs import (
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_STATIC_BROKER,
+)
 
 # name -> (default, type, documentation); defaults are Apache Kafka's unless noted.
 DEFAULTS: dict[str, tuple[str, str, str]] = {
@@ -40,7 +48,8 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "state.dir": (
         "",
         "string",
-        "directory for state that survives restarts (quota configs); empty: in memory",
+        "directory for state that survives restarts (quota configs, SCRAM credentials, dynamic"
+        " configs); empty: in memory",
     ),
     "quota.window.num": ("11", "int", "samples kept by quota sensors"),
     "quota.window.size.seconds": ("1", "int", "length of one quota sample"),
@@ -57,6 +66,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "a metrics file is written at least this often while requests arrive",
     ),
     "metrics.buffer.rows": ("400000", "int", "rows buffered before connections stop reading (backpressure)"),
+    "client.quota.callback.class": (
+        "",
+        "class",
+        "KIP-257 quota callback, package.module.Class on sys.path (empty: Kafka's default); dynamic here",
+    ),
     "fetch.max.bytes": ("57671680", "int", "largest fetch response (before quota caps)"),
     "sasl.enabled.mechanisms": (
         "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
@@ -83,6 +97,110 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
+# Configs that cannot change while the broker runs: what reads them does so once (bound
+# listeners, opened stores, built sensors, TLS contexts, the metrics sink, the group
+# placement), so a dynamic value would be reported but never used. Any `ssl.*` key is
+# read-only as well. Every other key may change at runtime, including some Kafka keeps
+# static (auto.create.topics.enable, num.partitions, socket.request.max.bytes, ...): a
+# mock lets tests flip them. The refusal is Kafka's for its non-dynamic configs.
+READ_ONLY: frozenset[str] = frozenset(
+    {
+        "node.id",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "cluster.id",
+        "state.dir",
+        "sasl.users.file",
+        "metrics.dir",
+        "metrics.roll.rows",
+        "metrics.roll.ms",
+        "metrics.buffer.rows",
+        "quota.window.num",
+        "quota.window.size.seconds",
+        "controller.quota.window.num",
+        "controller.quota.window.size.seconds",
+        "offsets.topic.num.partitions",
+        "authorizer.enabled",
+        "super.users",
+    }
+)
+READ_ONLY_PREFIX = "ssl."
+# Listener configs Kafka accepts only per broker ("Cannot update these configs at default
+# cluster level"), except the few it keeps cluster-wide (DynamicBrokerConfig.PerBrokerConfigs).
+PER_BROKER_ONLY: frozenset[str] = frozenset({"sasl.enabled.mechanisms"})
+CLUSTER_LEVEL_LISTENER_CONFIGS: frozenset[str] = frozenset({"max.connections"})
+LISTENER_PREFIX = "listener.name."
+# Lower bounds of Kafka's ConfigDef (`atLeast`) for the keys that have one.
+MINIMUMS: dict[str, int] = {
+    "num.partitions": 1,
+    "message.max.bytes": 0,
+    "socket.request.max.bytes": 1,
+    "fetch.max.bytes": 1024,
+    "max.connections": 0,
+    "max.connections.per.ip": 0,
+    "connection.failed.authentication.delay.ms": 0,
+    "group.max.size": 1,
+}
+_INTEGER_RANGES = {
+    "int": (-(2**31), 2**31 - 1),
+    "long": (-(2**63), 2**63 - 1),
+    "short": (-(2**15), 2**15 - 1),
+}
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
+
+
+def listener_base(key: str) -> str | None:
+    """`ssl.keyfile` for `listener.name.sasl_ssl.ssl.keyfile`; None for an unprefixed key."""
+    if not key.startswith(LISTENER_PREFIX):
+        return None
+    _, dot, base = key[len(LISTENER_PREFIX) :].partition(".")
+    return base if dot and base else None
+
+
+def is_read_only(key: str) -> bool:
+    """Whether `key` (or the base of a listener-prefixed key) cannot be set dynamically."""
+    base = listener_base(key) or key
+    return base in READ_ONLY or base.startswith(READ_ONLY_PREFIX)
+
+
+def config_type(key: str) -> str | None:
+    """The type of a known key or of a listener-prefixed one's base; None: unknown key."""
+    known = DEFAULTS.get(key) or DEFAULTS.get(listener_base(key) or "")
+    return known[1] if known else None
+
+
+def parse_error(name: str, value: str, type_: str) -> str | None:
+    """Why `value` does not parse as `type_`, in the words of Kafka's ConfigDef.parseType
+    (ConfigException "Invalid value V for configuration N: ..."), or None."""
+    trimmed = value.strip()
+    if type_ in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[type_]
+        if not _INTEGER.fullmatch(trimmed) or not low <= int(trimmed) <= high:
+            return f"Invalid value {value} for configuration {name}: Not a number of type {type_.upper()}"
+    elif type_ == "double" and not _DOUBLE.fullmatch(trimmed):
+        return f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE"
+    elif type_ == "boolean" and trimmed.lower() not in ("true", "false"):
+        return f"Invalid value {value} for configuration {name}: Expected value to be either true or false"
+    return None
+
+
+def invalid_value(key: str, value: str) -> str | None:
+    """Kafka's message for a value a known broker config cannot take (its type, then its
+    lower bound); None when acceptable or when the key is unknown (plugins' keys pass)."""
+    type_ = config_type(key)
+    if type_ is None:
+        return None
+    name = listener_base(key) or key  # Kafka validates a listener override under its base name
+    reason = parse_error(name, value, type_)
+    minimum = MINIMUMS.get(name)
+    if reason is None and minimum is not None and int(value.strip()) < minimum:
+        reason = (
+            f"Invalid value {int(value.strip())} for configuration {name}: Value must be at least {minimum}"
+        )
+    return reason
+
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
@@ -106,6 +224,11 @@ def parse_endpoints(value: str) -> list[Endpoint]:
     return endpoints
 
 
+def config_string(value: object) -> str:
+    """A Python value as server.properties would spell it (True -> "true")."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def load_properties(path: str | Path) -> dict[str, str]:
     """Reads a server.properties file (key=value or key: value, # and ! comments)."""
     values: dict[str, str] = {}
@@ -127,7 +250,7 @@ class BrokerConfig:
     def __init__(self, values: dict[str, str] | None = None) -> None:
         self.values: dict[str, str] = {key: default for key, (default, _, _) in DEFAULTS.items()}
         for key, value in (values or {}).items():
-            self.values[key] = str(value).lower() if isinstance(value, bool) else str(value)
+            self.values[key] = config_string(value)
 
     def explicitly_set(self, key: str) -> bool:
         return key in self.values and self.values[key] != DEFAULTS.get(key, (None,))[0]
@@ -156,3 +279,52 @@ class BrokerConfig:
             if ":" in item
         )
         return mapping.get(listener, listener).upper()
+
+
+class BrokerConfigView(BrokerConfig):
+    """One broker's effective configuration: its own dynamic layer over the cluster-wide
+    dynamic default over the static values, as Kafka's DynamicBrokerConfig layers them.
+
+    `values` is the merged dict, rebuilt by `refresh()` when a layer changes, so reads on
+    the request path stay one dict lookup. `cluster_default` is shared by every view of
+    the cluster (the store mutates it in place); `own` is this broker's (None: a view of
+    the cluster-wide values only, what the shared cluster state reads).
+    """
+
+    def __init__(
+        self, static: BrokerConfig, cluster_default: dict[str, str], own: dict[str, str] | None = None
+    ) -> None:
+        self.static = static
+        self.cluster_default = cluster_default
+        self.own: dict[str, str] = own if own is not None else {}
+        self.values = {}
+        self.refresh()
+
+    def refresh(self) -> None:
+        self.values = self.merged(self.cluster_default, self.own)
+
+    def merged(self, cluster_default: dict[str, str], own: dict[str, str]) -> dict[str, str]:
+        """The effective values these layers would give (static values below them)."""
+        return {**self.static.values, **cluster_default, **own}
+
+    def explicitly_set(self, key: str) -> bool:
+        return key in self.own or key in self.cluster_default or self.static.explicitly_set(key)
+
+    def synonyms(self, key: str) -> list[tuple[str, str, int]]:
+        """(name, value, source) of every layer that sets `key` (or, for a listener
+        override, its base config), in precedence order: Kafka's ConfigHelper
+        configSynonyms, layer by layer, dropping entries before the first for `key`."""
+        names = [key] + [base for base in [listener_base(key)] if base]
+        layers: list[tuple[dict[str, str], int]] = [
+            (self.own, SOURCE_DYNAMIC_BROKER),
+            (self.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
+            (
+                {n: self.static.values[n] for n in names if self.static.explicitly_set(n)},
+                SOURCE_STATIC_BROKER,
+            ),
+            ({n: DEFAULTS[n][0] for n in names if n in DEFAULTS}, SOURCE_DEFAULT),
+        ]
+        found = [(n, layer[n], source) for layer, source in layers for n in names if n in layer]
+        while found and found[0][0] != key:
+            found.pop(0)
+        return found

@@ -56,7 +56,7 @@ class Connection(asyncio.Protocol):
         self.connection_id = Connection._next_id
         self.broker = broker
         self.listener = listener
-        self.max_frame = broker.cluster.config.get_int("socket.request.max.bytes")
+        self.max_frame = broker.config.get_int("socket.request.max.bytes")
         self.transport: asyncio.Transport | None = None
         self.peer = ("", 0)
         self.client_id: str | None = None
@@ -64,7 +64,7 @@ class Connection(asyncio.Protocol):
         self.client_software_version = ""
         self.principal: KafkaPrincipal = ANONYMOUS
         # Until authentication completes on a SASL listener; None afterwards and elsewhere.
-        self.sasl: SaslSession | None = new_session(broker.cluster.config, listener, broker.credentials)
+        self.sasl: SaslSession | None = new_session(broker.config, listener, broker.credentials)
         self._close_after_response = False
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
@@ -287,7 +287,7 @@ class Connection(asyncio.Protocol):
         `connection.failed.authentication.delay.ms` and then closes, as Kafka's delayed
         close does (it slows down password guessing)."""
         self._close_after_response = True
-        delay_s = self.broker.cluster.config.get_int("connection.failed.authentication.delay.ms") / 1000
+        delay_s = self.broker.config.get_int("connection.failed.authentication.delay.ms") / 1000
 
         async def delayed() -> Any:
             await asyncio.sleep(delay_s)

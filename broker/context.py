@@ -53,7 +53,8 @@ class RequestContext:
 
     @property
     def config(self) -> BrokerConfig:
-        return self.broker.cluster.config
+        """The effective config of the broker the request arrived at (dynamic layers included)."""
+        return self.broker.config
 
     @property
     def groups(self) -> GroupCoordinator:

@@ -17,6 +17,7 @@ from broker.authorizer import Authorizer
 from broker.cluster import ClusterState, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
 from broker.credentials import CredentialStore
+from broker.dynamic_config import DynamicConfigStore, SqliteConfigStorage
 from broker.groups import GroupCoordinator
 from broker.metrics_sink import MetricsSink
 from broker.quota_admin import QuotaAdmin
@@ -63,11 +64,17 @@ class MockCluster:
                 enabled_mechanisms(self.config, endpoint.listener)  # fails early on an unknown one
             server_context(self.config, endpoint.listener)  # and on missing or bad TLS files
         advertised = parse_endpoints(self.config.get_str("advertised.listeners"))
-        self.state = ClusterState(self.config)
-        self.groups = GroupCoordinator(self.state)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         state_dir = self.config.get_str("state.dir")
+        # Dynamic configs (IncrementalAlterConfigs/AlterConfigs and `cluster.configs`): each
+        # broker reads its own view; the shared state reads the cluster-wide one.
+        self.configs = DynamicConfigStore(
+            self.config, SqliteConfigStorage(state_dir) if state_dir else None, run=self._call_from_thread
+        )
+        self.state = ClusterState(self.configs.cluster_view)
+        self.configs.cluster = self.state
+        self.groups = GroupCoordinator(self.state)
         self.quotas = QuotaAdmin(
             SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread
         )
@@ -93,6 +100,7 @@ class MockCluster:
                 self.quotas,
                 self.credentials,
                 self.authorizer,
+                self.configs,
                 _shift(listeners, i),
                 _shift(advertised, i),
                 self.metrics_sink,
@@ -117,6 +125,7 @@ class MockCluster:
             await self.metrics_sink.close()  # every answered request's row is on disk
         self.quotas.close()
         self.credentials.close()
+        self.configs.close()
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()

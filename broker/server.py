@@ -10,21 +10,35 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from broker.cluster import BrokerNode, ClusterState
-from broker.config import Endpoint
+from broker.config import BrokerConfig, Endpoint
 from broker.connection import Connection
-from broker.throttling import build_quota_managers, now_ms
+from broker.dynamic_config import ConfigListener, ConfigValidator
+from broker.sasl import enabled_mechanisms
+from broker.throttling import (
+    build_quota_managers,
+    callback_configs,
+    callback_reload_needed,
+    now_ms,
+    per_ip_overrides,
+)
 from broker.tls import server_context
 from messages.registry import api_name
+from quotas.callback import CALLBACK_CONFIG, CallbackError, load_callback
+from quotas.connections import normalize_ip
 from quotas.sensor import Metric
 
 if TYPE_CHECKING:
     from broker.authorizer import Authorizer
     from broker.credentials import CredentialStore
+    from broker.dynamic_config import DynamicConfigStore
     from broker.groups import GroupCoordinator
     from broker.metrics_sink import MetricsSink
     from broker.quota_admin import QuotaAdmin
 
 log = logging.getLogger("broker.server")
+CONNECTION_LIMITS = frozenset(
+    {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
+)
 
 
 class BrokerServer:
@@ -36,6 +50,7 @@ class BrokerServer:
         quotas: QuotaAdmin,
         credentials: CredentialStore,
         authorizer: Authorizer,
+        configs: DynamicConfigStore,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
         metrics_sink: MetricsSink | None = None,
@@ -46,6 +61,13 @@ class BrokerServer:
         self.quotas = quotas
         self.credentials = credentials
         self.authorizer = authorizer
+        self.configs = configs
+        # Hooks for components that react to dynamic configs (see broker/dynamic_config.py):
+        # validators get the would-be effective config and return a reason to refuse it,
+        # listeners get the keys whose effective value changed once it is applied.
+        self.config_validators: list[ConfigValidator] = [self._refuse_unusable]
+        self.config_listeners: list[ConfigListener] = [self._reconfigure]
+        self.config = configs.attach(self)  # this broker's effective view
         self.listeners = listeners
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
@@ -54,7 +76,7 @@ class BrokerServer:
             metrics_sink.drained_listeners.append(self._resume_connections)
         self.connections: set[Connection] = set()
         # Quotas are enforced per broker, as in Kafka: each has its own sensors.
-        self.quota_managers = build_quota_managers(cluster.config, node_id)
+        self.quota_managers = build_quota_managers(self.config, node_id)
         for entity, values in quotas.store.configs.items():
             for key, value in values.items():
                 self.quota_managers.quota_changed(entity, key, value)
@@ -79,7 +101,7 @@ class BrokerServer:
                 endpoint.host or None,
                 endpoint.port,
                 reuse_address=True,
-                ssl=server_context(self.cluster.config, endpoint.listener),
+                ssl=server_context(self.config, endpoint.listener),
             )
             port = server.sockets[0].getsockname()[1]
             self.bound[endpoint.listener] = Endpoint(endpoint.listener, endpoint.host, port)
@@ -120,11 +142,66 @@ class BrokerServer:
             self.quota_managers.connections.release(connection.peer[0])
         elif connection in self.waiting_connections:
             self.waiting_connections.remove(connection)
+        self._admit_waiting()
+
+    def _admit_waiting(self) -> None:
         connections = self.quota_managers.connections
         while self.waiting_connections and connections.slot_available():
             waiting = self.waiting_connections.popleft()
             if not waiting.closed:
                 waiting.admit()
+
+    def _refuse_unusable(self, values: dict[str, str]) -> str | None:
+        """Refuses dynamic values this broker could not use: SASL mechanisms it lacks on
+        one of its SASL listeners, per-ip connection overrides it cannot parse, a quota
+        callback class that does not import, is no ClientQuotaCallback or fails in
+        configure() (the old callback stays in force)."""
+        config = BrokerConfig(values)
+        current = self.config.values
+        changed = {key for key in values.keys() | current.keys() if values.get(key) != current.get(key)}
+        try:
+            for endpoint in self.listeners:
+                if config.security_protocol(endpoint.listener).startswith("SASL_"):
+                    enabled_mechanisms(config, endpoint.listener)
+            per_ip_overrides(config.get_str("max.connections.per.ip.overrides"))
+            if callback_reload_needed(changed):
+                load_callback(values.get(CALLBACK_CONFIG, ""), callback_configs(values, self.node_id)).close()
+        except ValueError as exc:  # CallbackError included
+            return str(exc)
+        return None
+
+    def _reconfigure(self, changed: set[str]) -> None:
+        """Connection limits apply at once, as Kafka's ConnectionQuotas reconfigure; a
+        raised max.connections admits connections waiting for a slot. (Other configs are
+        read where used, so they need nothing here.)"""
+        if callback_reload_needed(changed):
+            self._replace_quota_callback()
+        if changed.isdisjoint(CONNECTION_LIMITS):
+            return
+        connections = self.quota_managers.connections
+        connections.max_connections = self.config.get_int("max.connections")
+        connections.max_connections_per_ip = self.config.get_int("max.connections.per.ip")
+        overrides = per_ip_overrides(self.config.get_str("max.connections.per.ip.overrides"))
+        connections.per_ip_overrides = {normalize_ip(ip): count for ip, count in overrides.items()}
+        self._admit_waiting()
+
+    def _replace_quota_callback(self) -> None:
+        """A newly configured callback from the next request on; it first hears of every
+        configured quota and of the cluster, and the old one is closed."""
+        try:
+            callback = load_callback(
+                self.config.get_str(CALLBACK_CONFIG), callback_configs(self.config.values, self.node_id)
+            )
+        except CallbackError:
+            log.exception("broker %d keeps its quota callback", self.node_id)
+            return
+        configured = [
+            (e, key, value)
+            for e, values in self.quotas.store.configs.items()
+            for key, value in values.items()
+        ]
+        old = self.quota_managers.replace_callback(callback, configured, self.cluster.snapshot())
+        old.close()
 
     def metrics(self) -> list[Metric]:
         """This broker's quota metrics, named and tagged as Apache Kafka's."""

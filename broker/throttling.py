@@ -10,10 +10,11 @@ mutation APIs combine it with their own quota, taking the larger throttle, as Ka
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from broker.cluster import Charge
-from broker.config import BrokerConfig
+from broker.config import DEFAULTS, BrokerConfig
 from quotas.callback import CALLBACK_CONFIG, load_callback
 from quotas.connections import ConnectionQuotas
 from quotas.manager import (
@@ -44,19 +45,27 @@ def _window_config(config: BrokerConfig, prefix: str) -> WindowConfig:
     return WindowConfig(samples, seconds * 1000)
 
 
-def _per_ip_overrides(spec: str) -> dict[str, int]:
+def per_ip_overrides(spec: str) -> dict[str, int]:
     """max.connections.per.ip.overrides: "host:count,host:count"."""
     overrides = {}
     for item in filter(None, (part.strip() for part in spec.split(","))):
         host, _, count = item.rpartition(":")
+        if not host or not count.strip().isdigit():
+            raise ValueError(f"max.connections.per.ip.overrides: expected host:count, not {item!r}")
         overrides[host] = int(count)
     return overrides
 
 
-def callback_configs(config: BrokerConfig, node_id: int) -> dict[str, str]:
+def callback_configs(values: Mapping[str, str], node_id: int) -> dict[str, str]:
     """What the quota callback's configure() receives: every config of this broker as
     strings, unknown keys (meant for the callback) included, with its own id."""
-    return {**config.values, "node.id": str(node_id), "broker.id": str(node_id)}
+    return {**values, "node.id": str(node_id), "broker.id": str(node_id)}
+
+
+def callback_reload_needed(changed: Iterable[str]) -> bool:
+    """A new client.quota.callback.class, or a change to a key the broker does not know
+    (so possibly the callback's), gives the broker a newly configured callback."""
+    return any(key == CALLBACK_CONFIG or key not in DEFAULTS for key in changed)
 
 
 def build_quota_managers(config: BrokerConfig, node_id: int = 0) -> QuotaManagers:
@@ -67,10 +76,10 @@ def build_quota_managers(config: BrokerConfig, node_id: int = 0) -> QuotaManager
         window,
         config.get_int("max.connections"),
         config.get_int("max.connections.per.ip"),
-        _per_ip_overrides(config.get_str("max.connections.per.ip.overrides")),
+        per_ip_overrides(config.get_str("max.connections.per.ip.overrides")),
     )
     return QuotaManagers(
-        load_callback(config.get_str(CALLBACK_CONFIG), callback_configs(config, node_id)),
+        load_callback(config.get_str(CALLBACK_CONFIG), callback_configs(config.values, node_id)),
         window,
         _window_config(config, "controller.quota"),
         connections,

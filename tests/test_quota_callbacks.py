@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from kafka import KafkaAdminClient
-from kafka.admin import NewPartitions, NewTopic
+from kafka.admin import ConfigResource as KpResource
+from kafka.admin import ConfigResourceType, NewPartitions, NewTopic
 from kafka.protocol.admin import AlterClientQuotasRequest
 
 from broker import MockCluster
 from quotas.callback import (
+    CALLBACK_CONFIG,
     CallbackError,
     ClientQuotaCallback,
     ClientQuotaEntity,
@@ -87,6 +89,18 @@ class ResettingCallback(DefaultQuotaCallback):
     def quota_reset_required(self, quota_type: ClientQuotaType) -> bool:
         reset, self.reset = self.reset, False
         return reset
+
+
+class FixedLimitCallback(DefaultQuotaCallback):
+    """Every client id on its own sensor, produce held to 1000 bytes/s."""
+
+    def quota_metric_tags(
+        self, quota_type: ClientQuotaType, principal: KafkaPrincipal, client_id: str
+    ) -> dict[str, str]:
+        return {"user": "", "client-id": client_id}
+
+    def quota_limit(self, quota_type: ClientQuotaType, metric_tags: Mapping[str, str]) -> float | None:
+        return 1000.0 if quota_type is ClientQuotaType.PRODUCE else None
 
 
 class NotACallback:
@@ -276,3 +290,71 @@ def test_partition_proportional_limit_follows_leaders(tmp_path: Path) -> None:
         assert limits() == [600_000.0, None, None]
         assert isinstance(cluster.brokers[0].quota_managers.callback, PartitionProportionalCallback)
         json.dumps(limits())  # plain numbers
+
+
+# -- swapped at runtime ------------------------------------------------------------------------
+def test_callback_swapped_through_an_admin_client_applies_to_the_next_request() -> None:
+    with MockCluster(config=FAST) as cluster:
+        throttles: list[int] = []
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "linger.ms": 0,
+                "throttle_cb": lambda e: throttles.append(e.throttle_time),
+            }
+        )
+
+        def produce_one() -> None:
+            producer.produce("swapped", b"x" * 20_000)
+            assert producer.flush(10) == 0
+            producer.poll(0.1)  # throttle_cb is served here
+
+        for _ in range(5):
+            produce_one()
+        assert not any(throttles)
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+
+        def set_class(name: str) -> str:
+            resource = KpResource(ConfigResourceType.BROKER, "0", configs={CALLBACK_CONFIG: name})
+            return str(admin.alter_configs([resource], raise_on_unknown=False)["broker"]["0"])
+
+        assert set_class(f"{HERE}.FixedLimitCallback") == "OK"
+        produce_one()
+        assert throttles and throttles[-1] > 0, "the next request was not throttled"
+        described = admin.describe_configs([KpResource(ConfigResourceType.BROKER, "0")], config_filter="all")[
+            "broker"
+        ]["0"][CALLBACK_CONFIG]
+        assert (described["value"], described["config_source"]) == (
+            f"{HERE}.FixedLimitCallback",
+            "DYNAMIC_BROKER_CONFIG",
+        )
+
+        # A class that is not usable: Kafka's INVALID_CONFIG with the reason; the old one stays.
+        refused = set_class(f"{HERE}.NotACallback")
+        assert refused.startswith("[Error 40] InvalidConfigurationError") and "is not an instance" in refused
+        refused = set_class("no.such.module.Callback")
+        assert "could not be found" in refused
+        assert type(callback_of(cluster)) is FixedLimitCallback
+        throttles.clear()
+        produce_one()
+        assert throttles and throttles[-1] > 0
+        admin.close()
+
+
+def test_closed_on_replacement_and_on_shutdown() -> None:
+    closed: list[str] = []
+
+    with MockCluster(config={"client.quota.callback.class": f"{HERE}.RecordingCallback"}) as cluster:
+        first = callback_of(cluster)
+        first.close = lambda: closed.append("first")
+        cluster.configs.alter(0, set={CALLBACK_CONFIG: f"{HERE}.FixedLimitCallback"})
+        assert closed == ["first"]
+        second = callback_of(cluster)
+        assert type(second) is FixedLimitCallback
+        second.close = lambda: closed.append("second")
+        cluster.configs.alter(0, set={"quota.groups": "g=User:alice"})  # a plugin key: reconfigured
+        assert closed == ["first", "second"]
+        third = callback_of(cluster)
+        assert third is not second and type(third) is FixedLimitCallback
+        third.close = lambda: closed.append("third")
+    assert closed == ["first", "second", "third"]

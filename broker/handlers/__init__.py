@@ -14,6 +14,7 @@ from typing import Any
 
 from broker.handlers import (
     alter_client_quotas,
+    alter_configs,
     alter_user_scram_credentials,
     api_versions,
     create_partitions,
@@ -28,6 +29,7 @@ from broker.handlers import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -78,9 +80,11 @@ HANDLERS: dict[int, HandlerSpec] = {
         delete_topics,
         init_producer_id,
         describe_configs,
+        alter_configs,
         sasl_authenticate,
         create_partitions,
         delete_groups,
+        incremental_alter_configs,
         describe_client_quotas,
         alter_client_quotas,
         describe_user_scram_credentials,

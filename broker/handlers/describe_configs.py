@@ -1,4 +1,10 @@
-"""DescribeConfigs (32): topic and broker configs with Kafka's defaults, sources and synonyms."""
+"""DescribeConfigs (32): topic and broker configs with Kafka's values, sources, synonyms and
+read-only flags, the dynamic layers included (Kafka's ConfigHelper.describeConfigs).
+
+A broker is described by its id (its effective configs) or by the empty name (only the
+cluster-wide dynamic defaults). Keys without a known type (a plugin's) are listed when set,
+and, as Kafka treats what it cannot type, as sensitive and read-only.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,13 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeConfigsResponse
 
-from broker.config import DEFAULTS
+from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
+from broker.config import DEFAULTS, BrokerConfigView, config_type, is_read_only
 from broker.context import RequestContext
+from broker.dynamic_config import parse_broker_id
 from broker.topic_configs import (
     SOURCE_DEFAULT,
-    SOURCE_STATIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
     TYPE_CODES,
@@ -24,20 +32,21 @@ BROKER = 4
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
 Synonym = Entry.DescribeConfigsSynonym
+Candidates = list[tuple[str, str, int]]
 
 
 def _entry(
-    ctx: RequestContext,
     request: Any,
     name: str,
-    candidates: list[tuple[str, str, int]],
-    type_: str,
-    documentation: str,
+    candidates: Candidates,
+    type_: str | None,
+    documentation: str | None,
+    read_only: bool = False,
 ) -> Any:
-    """One config; `candidates` are (name, value, source) in precedence order, the last
-    being the default. The first is the value in force; all are synonyms (v1+).
-    Passwords are sensitive: named, never shown (Kafka returns a null value)."""
-    sensitive = type_ == "password"
+    """One config; `candidates` are (name, value, source) in precedence order. The first
+    is the value in force; all are synonyms (v1+). Passwords and untyped keys are
+    sensitive (KafkaConfig.maybeSensitive): named, never shown."""
+    sensitive = type_ is None or type_ == "password"
     _, value, source = candidates[0]
     synonyms = (
         [Synonym(name=n, value=None if sensitive else v, source=s) for n, v, s in candidates]
@@ -47,72 +56,102 @@ def _entry(
     return Entry(
         name=name,
         value=None if sensitive else value,
-        read_only=False,
+        read_only=read_only,
         config_source=source,
         is_default=source == SOURCE_DEFAULT,
         is_sensitive=sensitive,
         synonyms=synonyms,
-        config_type=TYPE_CODES.get(type_, 0),
+        config_type=TYPE_CODES.get(type_ or "", 0),
         documentation=documentation if request.include_documentation else None,
     )
 
 
-def _topic_configs(ctx: RequestContext, request: Any, overrides: dict[str, str]) -> list[Any]:
-    static = ctx.config
+def _topic_configs(view: BrokerConfigView, request: Any, overrides: dict[str, str]) -> list[Any]:
+    """A topic's override, then its broker synonym's layers, then the topic default."""
     entries = []
     for config in TOPIC_CONFIGS.values():
-        candidates: list[tuple[str, str, int]] = []
+        candidates: Candidates = []
         if config.name in overrides:
             candidates.append((config.name, overrides[config.name], SOURCE_TOPIC))
         synonym = config.broker_synonym
-        if synonym and static.explicitly_set(synonym):
-            candidates.append((synonym, static.get_str(synonym), SOURCE_STATIC_BROKER))
+        if synonym:
+            candidates += [c for c in view.synonyms(synonym) if c[2] != SOURCE_DEFAULT]
         candidates.append((synonym or config.name, config.default, SOURCE_DEFAULT))
-        entries.append(_entry(ctx, request, config.name, candidates, config.type, config.documentation))
+        entries.append(_entry(request, config.name, candidates, config.type, config.documentation))
     return entries
 
 
-def _broker_configs(ctx: RequestContext, request: Any) -> list[Any]:
+def _broker_configs(view: BrokerConfigView, request: Any) -> list[Any]:
+    """Every known config, then every other key set on this broker (static or dynamic)."""
+    names = list(DEFAULTS) + sorted(key for key in view.values if key not in DEFAULTS)
+    return [
+        _entry(
+            request,
+            name,
+            view.synonyms(name),
+            config_type(name),
+            DEFAULTS[name][2] if name in DEFAULTS else None,
+            read_only=name not in DEFAULTS or is_read_only(name),
+        )
+        for name in names
+    ]
+
+
+def _cluster_default_configs(view: BrokerConfigView, request: Any) -> list[Any]:
+    """The empty name: only what the cluster-wide dynamic default sets."""
     entries = []
-    for name, (default, type_, doc) in DEFAULTS.items():
-        candidates: list[tuple[str, str, int]] = []
-        if ctx.config.explicitly_set(name):
-            candidates.append((name, ctx.config.get_str(name), SOURCE_STATIC_BROKER))
-        candidates.append((name, default, SOURCE_DEFAULT))
-        entries.append(_entry(ctx, request, name, candidates, type_, doc))
+    for name in view.cluster_default:
+        candidates = [c for c in view.synonyms(name) if c[2] == SOURCE_DYNAMIC_DEFAULT_BROKER]
+        type_ = config_type(name)
+        doc = DEFAULTS[name][2] if name in DEFAULTS else None
+        entries.append(
+            _entry(request, name, candidates, type_, doc, name not in DEFAULTS or is_read_only(name))
+        )
     return entries
 
 
 def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, str | None, list[Any]]:
+    name = resource.resource_name
     if resource.resource_type == TOPIC:
-        topic = ctx.cluster.topics.get(resource.resource_name)
+        topic = ctx.cluster.topics.get(name)
         if topic is None:
-            return UNKNOWN_TOPIC_OR_PARTITION, f"Topic {resource.resource_name} does not exist.", []
-        return 0, None, _topic_configs(ctx, request, topic.configs)
+            return UNKNOWN_TOPIC_OR_PARTITION, None, []
+        return 0, None, _topic_configs(ctx.broker.config, request, topic.configs)
     if resource.resource_type == BROKER:
-        if resource.resource_name != str(ctx.node_id):
+        if not name:
+            return 0, None, _cluster_default_configs(ctx.broker.config, request)
+        broker = parse_broker_id(name)
+        if broker is None:
+            return INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
+        if broker != ctx.node_id:
             return (
                 INVALID_REQUEST,
-                f"Unexpected broker id, expected {ctx.node_id} but received {resource.resource_name}",
+                f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}",
                 [],
             )
-        return 0, None, _broker_configs(ctx, request)
+        return 0, None, _broker_configs(ctx.broker.config, request)
     return INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    results = []
+    """Broker resources need DESCRIBE_CONFIGS on the cluster; as Kafka, refused resources
+    are answered after the described ones."""
+    authorized = ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE_CONFIGS)
+    results, refused = [], []
     for resource in request.resources:
-        error, message, configs = _describe(ctx, request, resource)
-        if resource.configuration_keys is not None:
-            configs = [c for c in configs if c.name in resource.configuration_keys]
-        results.append(
-            Result(
-                error_code=error,
-                error_message=message,
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-                configs=configs,
+        fields = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
+        if resource.resource_type == BROKER and not authorized:
+            refused.append(
+                Result(
+                    error_code=CLUSTER_AUTHORIZATION_FAILED,
+                    error_message="Cluster authorization failed.",
+                    configs=[],
+                    **fields,
+                )
             )
-        )
-    return ctx.response(throttle_time_ms=0, results=results)
+            continue
+        error, message, configs = _describe(ctx, request, resource)
+        if resource.configuration_keys:  # null or empty: every config
+            configs = [c for c in configs if c.name in resource.configuration_keys]
+        results.append(Result(error_code=error, error_message=message, configs=configs, **fields))
+    return ctx.response(throttle_time_ms=0, results=results + refused)

@@ -84,7 +84,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 # never refused by it, and the Metadata response is not throttled for it.
                 quota = throttling.mutation_quota(ctx, strict=False)
                 try:
-                    topic = cluster.create_topic(wanted.name, charge=throttling.charge_to(quota))
+                    topic = cluster.create_topic(
+                        wanted.name,
+                        ctx.config.get_int("num.partitions"),
+                        ctx.config.get_int("default.replication.factor"),
+                        charge=throttling.charge_to(quota),
+                    )
                 except ClusterError as exc:
                     entries.append(
                         _error_entry(

@@ -1,0 +1,541 @@
+"""`cluster.configs`: dynamic broker and topic configs, shared by IncrementalAlterConfigs
+(44), AlterConfigs (33), DescribeConfigs (32) and the Python API.
+
+Layers as Kafka's DynamicBrokerConfig has them: per broker (resource name = its id) over
+the cluster-wide default (empty name) over the static config over the defaults. Each
+broker reads a `BrokerConfigView` of its own; the cluster state reads the cluster-wide one.
+
+Checks come in Kafka's order. The receiving broker's preprocessing (ConfigAdminManager)
+refuses malformed resources and, for BROKER resources, invalid configs (read-only keys,
+bad values, per-broker-only keys at the default level: INVALID_REQUEST) before the
+request is authorized; the controller (ConfigurationControlManager) then combines
+SET/DELETE/APPEND/SUBTRACT with the stored value and, for topics, checks names, values and
+existence (INVALID_CONFIG, UNKNOWN_TOPIC_OR_PARTITION). Each resource is all or nothing.
+
+Changes are serialized by a lock; with a state dir the request's broker layers are
+written to SQLite in one transaction on a dedicated executor thread (never on the event
+loop) before they are applied in memory. Components that react to configs hook in per
+broker: `config_validators` see the would-be effective config and may refuse it (they
+run in preprocessing and again under the lock, so they must not act on what they see),
+`config_listeners` hear which keys changed once it applies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import logging
+import sqlite3
+from collections import Counter
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.cluster import ClusterError, Topic, validate_topic_name
+from broker.config import (
+    CLUSTER_LEVEL_LISTENER_CONFIGS,
+    DEFAULTS,
+    PER_BROKER_ONLY,
+    BrokerConfig,
+    BrokerConfigView,
+    config_string,
+    invalid_value,
+    is_read_only,
+    listener_base,
+)
+from broker.topic_configs import (
+    SOURCE_DEFAULT,
+    SOURCE_DYNAMIC_BROKER,
+    SOURCE_DYNAMIC_DEFAULT_BROKER,
+    SOURCE_STATIC_BROKER,
+    TOPIC_CONFIGS,
+    invalid_value_reason,
+)
+
+if TYPE_CHECKING:
+    from broker.cluster import ClusterState
+
+log = logging.getLogger("broker.dynamic_config")
+
+TOPIC = 2
+BROKER = 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_CONFIG = 40
+INVALID_REQUEST = 42
+BROKER_ID_NOT_REGISTERED = 102
+_OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+INT32 = (-(2**31), 2**31 - 1)
+
+ConfigValidator = Callable[[dict[str, str]], str | None]
+ConfigListener = Callable[[set[str]], None]
+
+
+class ConfigSource(enum.IntEnum):
+    """Kafka's ConfigSource of a broker config, as DescribeConfigs reports it."""
+
+    DYNAMIC_BROKER_CONFIG = SOURCE_DYNAMIC_BROKER
+    DYNAMIC_DEFAULT_BROKER_CONFIG = SOURCE_DYNAMIC_DEFAULT_BROKER
+    STATIC_BROKER_CONFIG = SOURCE_STATIC_BROKER
+    DEFAULT_CONFIG = SOURCE_DEFAULT
+
+
+class ConfigError(Exception):
+    """A refused alteration, with Kafka's code and message."""
+
+    def __init__(self, code: int, message: str | None) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigOp:
+    name: str
+    op: int = SET
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Alteration:
+    """One resource of a request. Incremental (44): the ops change the stored configs;
+    otherwise (33, all SET) they replace them: keys not named are removed."""
+
+    resource_type: int
+    resource_name: str
+    ops: Sequence[ConfigOp]
+    incremental: bool = True
+
+
+class ConfigSubscriber(Protocol):
+    """What the store needs of a broker: whose view it is and the hooks to run."""
+
+    node_id: int
+    config_validators: list[ConfigValidator]
+    config_listeners: list[ConfigListener]
+
+
+@dataclass(slots=True)
+class _BrokerChange:
+    broker: int | None  # None: the cluster-wide default
+    layer: dict[str, str]
+
+
+@dataclass(slots=True)
+class _TopicChange:
+    topic: Topic
+    configs: dict[str, str] = field(default_factory=dict)
+
+
+def scala_set(names: Iterable[str]) -> str:
+    """How Kafka's messages print a Scala Set: Set(a, b) up to four, HashSet(...) beyond."""
+    items = list(dict.fromkeys(names))
+    return f"{'Set' if len(items) <= 4 else 'HashSet'}({', '.join(items)})"
+
+
+def java_split(value: str) -> list[str]:
+    """Java's String.split(","): trailing empty strings dropped, "" stays [""]."""
+    if "," not in value:
+        return [value]
+    parts = value.split(",")
+    while parts and not parts[-1]:
+        parts.pop()
+    return parts
+
+
+def parse_broker_id(name: str) -> int | None:
+    """Integer.parseInt of a broker resource name; None when it is not an int32."""
+    stripped = name[1:] if name[:1] in "+-" else name
+    if not stripped.isascii() or not stripped.isdigit():
+        return None
+    number = int(name)
+    return number if INT32[0] <= number <= INT32[1] else None
+
+
+def check_broker_layer(layer: Mapping[str, str], per_broker: bool) -> None:
+    """DynamicBrokerConfig.validateConfigs, then the bounds KafkaConfig enforces; the
+    forwarding broker turns their ConfigException into INVALID_REQUEST."""
+    read_only = [key for key in layer if is_read_only(key)]
+    if read_only:
+        raise ConfigError(INVALID_REQUEST, f"Cannot update these configs dynamically: {scala_set(read_only)}")
+    for key, value in layer.items():
+        reason = invalid_value(key, value)
+        if reason is not None:
+            raise ConfigError(INVALID_REQUEST, reason)
+    if not per_broker:
+        wrong = [key for key in layer if _per_broker_only(key)]
+        if wrong:
+            raise ConfigError(
+                INVALID_REQUEST,
+                "Cannot update these configs at default cluster level, broker id must be specified: "
+                + scala_set(wrong),
+            )
+
+
+def _per_broker_only(key: str) -> bool:
+    base = listener_base(key)
+    return key in PER_BROKER_ONLY or (base is not None and base not in CLUSTER_LEVEL_LISTENER_CONFIGS)
+
+
+def _list_config(resource_type: int, name: str) -> tuple[bool, str | None]:
+    """(is a LIST config, its default) for APPEND/SUBTRACT."""
+    if resource_type == TOPIC:
+        topic_config = TOPIC_CONFIGS.get(name)
+        return (topic_config is not None and topic_config.type == "list"), (
+            topic_config.default if topic_config else None
+        )
+    known = DEFAULTS.get(name)
+    if known is None:
+        # ConfigAdminManager.prepareIncrementalConfigs' check for keys it has no type for.
+        raise ConfigError(INVALID_CONFIG, f"Unknown config name: {name}")
+    return known[1] == "list", known[0]
+
+
+def apply_ops(current: Mapping[str, str], ops: Sequence[ConfigOp], resource_type: int) -> dict[str, str]:
+    """The stored configs after `ops`, as the controller computes them
+    (ConfigurationControlManager.incrementalAlterConfigResource): APPEND adds the values
+    not yet present, SUBTRACT removes one occurrence of each, both starting from the
+    stored value or the config's default. APPEND/SUBTRACT on a non-list config is refused
+    with the broker's message for BROKER resources, the controller's for topics."""
+    configs = dict(current)
+    for op in ops:
+        if op.op == SET:
+            configs[op.name] = op.value or ""
+        elif op.op == DELETE:
+            configs.pop(op.name, None)
+        else:
+            is_list, default = _list_config(resource_type, op.name)
+            if not is_list:
+                verb = _OP_NAMES[op.op]
+                raise ConfigError(
+                    INVALID_CONFIG,
+                    f"Can't {verb} to key {op.name} because its type is not LIST."
+                    if resource_type == TOPIC
+                    else f"Config value {verb.lower()} is not allowed for config key: {op.name}",
+                )
+            parts = [p for p in (configs.get(op.name, default) or "").split(",") if p]
+            for value in java_split(op.value or ""):
+                if op.op == APPEND and value not in parts:
+                    parts.append(value)
+                elif op.op == SUBTRACT and value in parts:
+                    parts.remove(value)
+            configs[op.name] = ",".join(parts)
+    return configs
+
+
+class DynamicConfigStore:
+    def __init__(
+        self,
+        static: BrokerConfig,
+        storage: SqliteConfigStorage | None = None,
+        run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
+    ) -> None:
+        """`run` executes a coroutine on the cluster's loop for synchronous callers (the
+        thread-backed cluster); without it only the async Python API is available."""
+        self.static = static
+        self.storage = storage
+        self._run = run
+        self._lock = asyncio.Lock()
+        self._executor = (
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="config-store")
+            if storage is not None
+            else None
+        )
+        self.cluster_default: dict[str, str] = {}
+        self.per_broker: dict[int, dict[str, str]] = {}
+        if storage is not None:
+            for broker, layer in storage.load().items():
+                self._layer(broker).update(_loadable(broker, layer))
+        self.cluster_view = BrokerConfigView(static, self.cluster_default)
+        self.cluster: ClusterState | None = None  # for TOPIC resources; set by the cluster
+        self._brokers: dict[int, tuple[ConfigSubscriber, BrokerConfigView]] = {}
+
+    def attach(self, broker: ConfigSubscriber) -> BrokerConfigView:
+        """Registers a broker's hooks; returns its view (its persisted layer included)."""
+        view = BrokerConfigView(self.static, self.cluster_default, self._layer(broker.node_id))
+        self._brokers[broker.node_id] = (broker, view)
+        return view
+
+    def view(self, broker: int) -> BrokerConfigView:
+        if broker not in self._brokers:
+            raise ConfigError(BROKER_ID_NOT_REGISTERED, f"No node with id {broker} found.")
+        return self._brokers[broker][1]
+
+    def _layer(self, broker: int | None) -> dict[str, str]:
+        return self.cluster_default if broker is None else self.per_broker.setdefault(broker, {})
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self.storage is not None:
+            self.storage.close()
+
+    # -- one request ---------------------------------------------------------------
+    def preprocess(self, alterations: Sequence[Alteration], node_id: int) -> list[ConfigError | None]:
+        """The receiving broker's checks (ConfigAdminManager.preprocess), made before
+        authorization: repeated resources or keys, null values, the broker id (empty or
+        `node_id`), and the whole validation of BROKER resources."""
+        counts = Counter((a.resource_type, a.resource_name) for a in alterations)
+        errors: list[ConfigError | None] = []
+        for alteration in alterations:
+            try:
+                if counts[alteration.resource_type, alteration.resource_name] > 1:
+                    raise ConfigError(INVALID_REQUEST, "Each resource must appear at most once.")
+                self._preprocess_one(alteration, node_id)
+            except ConfigError as exc:
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
+    def _preprocess_one(self, alteration: Alteration, node_id: int) -> None:
+        names = [op.name for op in alteration.ops]
+        if len(set(names)) != len(names):
+            raise ConfigError(INVALID_REQUEST, "Error due to duplicate config keys")
+        nulls = [op.name for op in alteration.ops if op.value is None and op.op != DELETE]
+        if nulls:
+            raise ConfigError(INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+        if alteration.resource_type == TOPIC:
+            return
+        if alteration.resource_type != BROKER:
+            raise ConfigError(INVALID_REQUEST, f"Unknown resource type {alteration.resource_type}")
+        if alteration.resource_name:
+            broker = parse_broker_id(alteration.resource_name)
+            if broker is None:
+                raise ConfigError(
+                    INVALID_REQUEST, f"Node id must be an integer, but it is: {alteration.resource_name}"
+                )
+            if broker != node_id:
+                raise ConfigError(
+                    INVALID_REQUEST,
+                    f"Unexpected broker id, expected {node_id}, but received {alteration.resource_name}",
+                )
+        self._plan(alteration)
+
+    async def alter_resources(
+        self, alterations: Sequence[Alteration], validate_only: bool = False
+    ) -> list[ConfigError | None]:
+        """Validates each resource (all or nothing per resource), then persists the
+        accepted ones in one transaction and applies them; one result per resource."""
+        async with self._lock:
+            results: list[ConfigError | None] = []
+            changes: list[_BrokerChange | _TopicChange] = []
+            for alteration in alterations:
+                try:
+                    changes.append(self._plan(alteration))
+                except ConfigError as exc:
+                    results.append(exc)
+                else:
+                    results.append(None)
+            if validate_only or not changes:
+                return results
+            layers = [(c.broker, c.layer) for c in changes if isinstance(c, _BrokerChange)]
+            if layers and self.storage is not None:
+                await asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, layers)
+            self._apply(changes)
+        return results
+
+    def _plan(self, alteration: Alteration) -> _BrokerChange | _TopicChange:
+        for op in alteration.ops:
+            if op.op not in (SET, DELETE, APPEND, SUBTRACT):
+                raise ConfigError(INVALID_REQUEST, f"Unknown operations type {op.op}")
+        if alteration.resource_type == TOPIC:
+            return self._plan_topic(alteration)
+        broker = parse_broker_id(alteration.resource_name) if alteration.resource_name else None
+        if alteration.incremental:
+            layer = apply_ops(self._layer(broker), alteration.ops, BROKER)
+        else:
+            layer = {op.name: op.value or "" for op in alteration.ops}
+        check_broker_layer(layer, per_broker=broker is not None)
+        for node_id, (subscriber, view) in self._brokers.items():
+            if broker is None:
+                effective = view.merged(layer, view.own)
+            elif node_id == broker:
+                effective = view.merged(self.cluster_default, layer)
+            else:
+                continue
+            if effective != view.values:  # only brokers whose effective config changes are asked
+                for validator in subscriber.config_validators:
+                    reason = validator(dict(effective))
+                    if reason is not None:
+                        raise ConfigError(INVALID_CONFIG, reason)
+        return _BrokerChange(broker, layer)
+
+    def _plan_topic(self, alteration: Alteration) -> _TopicChange:
+        """After the ops, ControllerConfigurationValidator (the name, then every value)
+        and then the controller's existence check, in that order."""
+        assert self.cluster is not None, "topic configs need the cluster state"
+        topic = self.cluster.topics.get(alteration.resource_name)
+        current = topic.configs if topic is not None else {}
+        if alteration.incremental:
+            configs = apply_ops(current, alteration.ops, TOPIC)
+        else:
+            configs = {op.name: op.value or "" for op in alteration.ops}
+        try:
+            validate_topic_name(alteration.resource_name)
+        except ClusterError as exc:
+            raise ConfigError(exc.code, exc.message) from None
+        for name, value in configs.items():
+            if name not in TOPIC_CONFIGS:
+                raise ConfigError(INVALID_CONFIG, f"Unknown topic config name: {name}")
+            reason = invalid_value_reason(name, value)
+            if reason is not None:
+                raise ConfigError(INVALID_CONFIG, reason)
+        if topic is None:
+            raise ConfigError(
+                UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{alteration.resource_name}' does not exist."
+            )
+        return _TopicChange(topic, configs)
+
+    def _apply(self, changes: Sequence[_BrokerChange | _TopicChange]) -> None:
+        """Installs the layers (in place: views share them), refreshes every view and
+        tells each broker which of its effective keys changed."""
+        before = {node_id: view.values for node_id, (_, view) in self._brokers.items()}
+        topics = []
+        for change in changes:
+            if isinstance(change, _BrokerChange):
+                layer = self._layer(change.broker)
+                layer.clear()
+                layer.update(change.layer)
+            else:
+                change.topic.configs.clear()
+                change.topic.configs.update(change.configs)
+                topics.append(change.topic)
+        self.cluster_view.refresh()
+        retention_changed = False
+        for node_id, (subscriber, view) in self._brokers.items():
+            view.refresh()
+            old = before[node_id]
+            changed = {k for k in old.keys() | view.values.keys() if old.get(k) != view.values.get(k)}
+            retention_changed = retention_changed or "log.retention.bytes" in changed
+            if changed:
+                for listener in subscriber.config_listeners:
+                    try:
+                        listener(changed)
+                    except Exception:  # one failing component must not undo an applied change
+                        log.exception("config listener of broker %d failed on %s", node_id, sorted(changed))
+        if retention_changed and self.cluster is not None:
+            topics = list(self.cluster.topics.values())
+        self._apply_retention(topics)
+
+    def _apply_retention(self, topics: Iterable[Topic]) -> None:
+        """Retention follows the topic's retention.bytes, else log.retention.bytes of the
+        partition leader's effective config (Kafka's DynamicLogConfig reconfigures live logs)."""
+        for topic in topics:
+            override = topic.configs.get("retention.bytes")
+            for partition in topic.partitions:
+                leader = self._brokers.get(partition.leader)
+                view = leader[1] if leader is not None else self.cluster_view
+                partition.log.retention_bytes = int(
+                    override if override is not None else view.get_str("log.retention.bytes")
+                )
+
+    # -- Python API for harnesses ------------------------------------------------------
+    async def alter_async(
+        self,
+        broker: int | None,
+        set: Mapping[str, object] | None = None,  # noqa: A002 - the operation's name
+        delete: Iterable[str] = (),
+        append: Mapping[str, object] | None = None,
+        subtract: Mapping[str, object] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """Changes one broker's layer (`broker=None`: the cluster-wide default), e.g.
+        `alter_async(0, set={"num.partitions": 3}, delete=["message.max.bytes"])`; the same
+        checks and hooks as the wire APIs; raises ConfigError when refused."""
+        if broker is not None:
+            self.view(broker)  # the controller's "No node with id N found."
+        ops = [ConfigOp(k, SET, config_string(v)) for k, v in (set or {}).items()]
+        ops += [ConfigOp(k, DELETE) for k in delete]
+        ops += [ConfigOp(k, APPEND, config_string(v)) for k, v in (append or {}).items()]
+        ops += [ConfigOp(k, SUBTRACT, config_string(v)) for k, v in (subtract or {}).items()]
+        if len({op.name for op in ops}) != len(ops):
+            raise ConfigError(INVALID_REQUEST, "Error due to duplicate config keys")
+        name = "" if broker is None else str(broker)
+        [error] = await self.alter_resources([Alteration(BROKER, name, ops)], validate_only)
+        if error is not None:
+            raise error
+
+    def alter(
+        self,
+        broker: int | None,
+        set: Mapping[str, object] | None = None,  # noqa: A002
+        delete: Iterable[str] = (),
+        append: Mapping[str, object] | None = None,
+        subtract: Mapping[str, object] | None = None,
+        validate_only: bool = False,
+    ) -> None:
+        """`alter_async` for synchronous callers of a thread-backed cluster."""
+        if self._run is None:
+            raise RuntimeError("on the cluster's own event loop use `await cluster.configs.alter_async(...)`")
+        self._run(self.alter_async(broker, set, delete, append, subtract, validate_only))
+
+    def describe(self, broker: int | None) -> dict[str, tuple[str, ConfigSource]]:
+        """{key: (value, source)}: every effective config of `broker`, or (None) the
+        cluster-wide dynamic defaults only, as DescribeConfigs answers the empty name."""
+        if broker is None:
+            return {
+                k: (v, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+                for k, v in dict(self.cluster_default).items()
+            }
+        view = self.view(broker)
+        return {key: (value, ConfigSource(view.synonyms(key)[0][2])) for key, value in view.values.items()}
+
+
+def _loadable(broker: int | None, layer: dict[str, str]) -> dict[str, str]:
+    """A persisted layer without what may no longer be set dynamically (Kafka's
+    fromPersistentProps drops such keys with an error in its log, and carries on)."""
+    kept = {}
+    for key, value in layer.items():
+        try:
+            check_broker_layer({key: value}, per_broker=broker is not None)
+        except ConfigError as exc:
+            log.error("dynamic config %s=%r of %s ignored: %s", key, value, broker, exc.message)
+            continue
+        kept[key] = value
+    return kept
+
+
+class SqliteConfigStorage:
+    """Dynamic broker configs in SQLite, one row per (resource name, key) as Kafka's
+    ConfigRecords: the name is the broker id, or empty for the cluster-wide default.
+
+    WAL with synchronous=NORMAL: a committed transaction survives the process being
+    killed. Not thread-safe: the store calls it from one executor thread at a time.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self.path = Path(directory) / "configs.sqlite"
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS broker_configs ("
+            " resource_name TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
+            " PRIMARY KEY (resource_name, name))"
+        )
+
+    def load(self) -> dict[int | None, dict[str, str]]:
+        layers: dict[int | None, dict[str, str]] = {}
+        rows = self._db.execute("SELECT resource_name, name, value FROM broker_configs ORDER BY rowid")
+        for resource_name, name, value in rows.fetchall():
+            layers.setdefault(int(resource_name) if resource_name else None, {})[name] = value
+        return layers
+
+    def write(self, layers: Sequence[tuple[int | None, Mapping[str, str]]]) -> None:
+        """Replaces each named layer, all in one transaction."""
+        with self._db:
+            self._db.execute("BEGIN IMMEDIATE")
+            for broker, layer in layers:
+                resource_name = "" if broker is None else str(broker)
+                self._db.execute("DELETE FROM broker_configs WHERE resource_name = ?", (resource_name,))
+                self._db.executemany(
+                    "INSERT INTO broker_configs (resource_name, name, value) VALUES (?, ?, ?)",
+                    [(resource_name, name, value) for name, value in layer.items()],
+                )
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,61 @@
+"""IncrementalAlterConfigs (44): SET, DELETE, APPEND and SUBTRACT on BROKER resources (the
+cluster-wide default or this broker) and TOPIC resources, per resource all or nothing.
+
+The order is Kafka's: the receiving broker's preprocessing (ConfigAdminManager), then the
+controller's authorization (ControllerApis.authorizeAlterResource), then the change
+(ConfigurationControlManager); see broker/dynamic_config.py. AlterConfigs (33) shares it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from broker.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
+from broker.context import RequestContext
+from broker.dynamic_config import BROKER, Alteration, ConfigError, ConfigOp
+from messages.registry import response_class
+
+API_KEY = 44
+TOPIC_AUTHORIZATION_FAILED = 29
+# ControllerApis answers `new ApiError(error)`, which carries the error's default message.
+CLUSTER_REFUSED = ConfigError(CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+TOPIC_REFUSED = ConfigError(TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+
+
+async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate_only: bool) -> Any:
+    """Checks, authorizes and applies `alterations`; the response, in request order."""
+    store = ctx.broker.configs
+    errors = store.preprocess(alterations, ctx.node_id)
+    # This mock has no ACLs: altering any config needs what the CLUSTER resource needs.
+    authorized = ctx.broker.authorizer.authorize_cluster(ctx, ALTER_CONFIGS)
+    for index, alteration in enumerate(alterations):
+        if errors[index] is None and not authorized:
+            errors[index] = CLUSTER_REFUSED if alteration.resource_type == BROKER else TOPIC_REFUSED
+    pending = [index for index, error in enumerate(errors) if error is None]
+    results = await store.alter_resources([alterations[i] for i in pending], validate_only)
+    for index, result in zip(pending, results, strict=True):
+        errors[index] = result
+    Response = response_class(ctx.api_key).AlterConfigsResourceResponse
+    responses = [
+        Response(
+            error_code=error.code if error else 0,
+            error_message=error.message if error else None,
+            resource_type=alteration.resource_type,
+            resource_name=alteration.resource_name,
+        )
+        for alteration, error in zip(alterations, errors, strict=True)
+    ]
+    return ctx.response(throttle_time_ms=0, responses=responses)
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    alterations = [
+        Alteration(
+            resource.resource_type,
+            resource.resource_name,
+            [ConfigOp(c.name, c.config_operation, c.value) for c in resource.configs],
+        )
+        for resource in request.resources
+    ]
+    return await alter(ctx, alterations, bool(request.validate_only))
