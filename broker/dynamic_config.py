@@ -51,7 +51,7 @@ from broker.topic_configs import (
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
     TOPIC_CONFIGS,
-    invalid_value_reason,
+    topic_config_error,
 )
 
 if TYPE_CHECKING:
@@ -378,9 +378,7 @@ class DynamicConfigStore:
         except ClusterError as exc:
             raise ConfigError(exc.code, exc.message) from None
         for name, value in configs.items():
-            if name not in TOPIC_CONFIGS:
-                raise ConfigError(INVALID_CONFIG, f"Unknown topic config name: {name}")
-            reason = invalid_value_reason(name, value)
+            reason = topic_config_error(name, value)
             if reason is not None:
                 raise ConfigError(INVALID_CONFIG, reason)
         if topic is None:

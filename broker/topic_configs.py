@@ -175,6 +175,14 @@ _CHOICES = {
 _INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 
 
+def topic_config_error(name: str, value: str) -> str | None:
+    """Why CreateTopics or an alteration must refuse this topic config (INVALID_CONFIG),
+    or None."""
+    if name not in TOPIC_CONFIGS:
+        return f"Unknown topic config name: {name}"
+    return invalid_value_reason(name, value)
+
+
 def invalid_value_reason(name: str, value: str) -> str | None:
     """Why `value` is not acceptable for topic config `name` (Kafka's message), or None."""
     config = TOPIC_CONFIGS[name]

@@ -13,7 +13,7 @@ from kafka.protocol.admin import CreateTopicsResponse
 from broker import throttling
 from broker.cluster import Charge, ClusterError
 from broker.context import RequestContext
-from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, invalid_value_reason
+from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, topic_config_error
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 19
@@ -29,9 +29,7 @@ ConfigResult = Result.CreatableTopicConfigs
 def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charge) -> Any:
     configs = {c.name: c.value for c in wanted.configs if c.value is not None}
     for name, value in configs.items():
-        if name not in TOPIC_CONFIGS:
-            raise ClusterError(INVALID_CONFIG, f"Unknown topic config name: {name}")
-        reason = invalid_value_reason(name, value)
+        reason = topic_config_error(name, value)
         if reason is not None:
             raise ClusterError(INVALID_CONFIG, reason)
     partitions, replication = wanted.num_partitions, wanted.replication_factor
