@@ -11,8 +11,12 @@ folders are searched recursively, so new `broker=`/`date=` folders are picked up
   Rows later than the watermark are dropped, so the watermark should exceed the broker's
   `metrics.roll.ms` (how long rows wait in the sink before their file appears).
 - `api_errors`, `api_latency`, `client_software`, `top_offenders`: running totals
-  (complete mode), each table rewritten whole after every micro-batch. api_latency takes
-  errors_by_code from the api_errors table as last written.
+  (complete mode), each table rewritten whole after every micro-batch. api_latency's
+  query keeps the latency histogram (`jobs.latency_histogram`: per API version at most
+  256 rows below 256 us and 128 per power of two above, whatever the number of
+  requests) and each micro-batch rolls it up with `jobs.latency_from_histogram`,
+  as the batch report does, taking errors_by_code from the api_errors table as last
+  written.
 - every `--refresh`: `quota_summary` from the windows written so far, the plots and
   index.html (which reloads itself in a browser).
 
@@ -150,7 +154,9 @@ def run_follow(
             .start()
         )
 
-    say(f"following {metrics}: watermark {jobs.window_label(watermark_ms)}, trigger {jobs.window_label(trigger_ms)}")
+    say(
+        f"following {metrics}: watermark {jobs.window_label(watermark_ms)}, trigger {jobs.window_label(trigger_ms)}"
+    )
     queries: list[StreamingQuery] = []
     status = 0
     restore = _install_stop_handlers(stop)
@@ -172,13 +178,19 @@ def run_follow(
         queries.append(
             complete(
                 "api_latency",
-                jobs.latency_stats(spark, stream),
-                lambda df: jobs.add_error_map(df, _read(spark, tables["api_errors"], schemas["api_errors"])),
+                # The running histogram; each batch rolls it up: the batch job's numbers.
+                jobs.latency_histogram(stream),
+                lambda hist: jobs.add_error_map(
+                    jobs.latency_from_histogram(hist),
+                    _read(spark, tables["api_errors"], schemas["api_errors"]),
+                ),
             )
         )
         queries.append(complete("client_software", jobs.client_software(spark, stream), lambda df: df))
         queries.append(
-            complete("top_offenders", jobs.offender_stats(spark, stream), lambda df: jobs.rank_offenders(df, top))
+            complete(
+                "top_offenders", jobs.offender_stats(spark, stream), lambda df: jobs.rank_offenders(df, top)
+            )
         )
         say(f"{len(queries)} streaming queries running; Ctrl-C stops")
 
@@ -253,7 +265,15 @@ def _refresh(
         rows = int(totals[0] or 0) if totals else 0
         first, last = (span[0], span[1]) if span else (None, None)
         header = report_header(
-            spark, metrics, rows, first, last, since, until, sizes, mode="--follow (streaming; windows appear once final)"
+            spark,
+            metrics,
+            rows,
+            first,
+            last,
+            since,
+            until,
+            sizes,
+            mode="--follow (streaming; windows appear once final)",
         )
         write_index(spark, out, qw, qs, latency, software, offenders, sizes[0], header, tables, refresh_s)
         latency.unpersist()

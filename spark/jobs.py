@@ -17,6 +17,15 @@ mutation, or request for the other APIs): that is the quota whose limit a row re
 
 Time windows are tumbling, aligned to the UTC epoch, given as "1s", "10s", "500ms",
 "1m", ...; `ts` filters are `since <= ts < until`.
+
+Latency percentiles come from a log-linear histogram of total_us per API version, the
+way HdrHistogram keeps them (Kafka's own `Percentiles` metric also reads percentiles off
+a histogram's bins, linear ones): one bucket per microsecond below 256 us, 128 per power
+of two above, so a percentile is reported as the upper bound of the bucket holding it,
+less than 1/128 (0.78 %) above the exact value (exact below 256 us, and the top one
+capped at the maximum). A histogram has a bounded number of rows whatever the number of
+requests, merges by adding counts (what a streaming aggregation keeps), and is one hash
+aggregation: cheaper than a quantile sketch per API version, and deterministic.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark.schema import COLUMN_NAMES, spark_schema
@@ -33,11 +42,20 @@ from spark.schema import COLUMN_NAMES, spark_schema
 PRODUCE_APIS = ("Produce",)
 FETCH_APIS = ("Fetch",)
 MUTATION_APIS = ("CreateTopics", "CreatePartitions", "DeleteTopics")
+# Their API keys (Kafka's protocol numbers, from which the sink writes api_name): the
+# quota windows classify rows by these small integers rather than by comparing strings.
+PRODUCE_KEYS = (0,)
+FETCH_KEYS = (1,)
+MUTATION_KEYS = (19, 37, 20)  # CreateTopics, CreatePartitions, DeleteTopics
 QUOTA_TYPES = ("produce", "fetch", "request", "mutation")
 RATE_UNITS = {"produce": "bytes/s", "fetch": "bytes/s", "request": "percent", "mutation": "mutations/s"}
-PERCENTILES = (0.5, 0.95, 0.99)
-# percentile_approx's accuracy: relative error 1/accuracy (Spark's default).
-PERCENTILE_ACCURACY = 10000
+# The latency percentiles reported, in percent: p50_us, p95_us, p99_us.
+PERCENTILES = (50, 95, 99)
+# The latency histogram's resolution: SUB_BUCKETS buckets per power of two above
+# 2 x SUB_BUCKETS us, one per microsecond below (see latency_bucket).
+SUB_BUCKET_BITS = 7
+SUB_BUCKETS = 1 << SUB_BUCKET_BITS  # 128: a bucket's upper bound is within 1/128 of its values
+EXACT_BELOW_US = 2 * SUB_BUCKETS  # 256
 API_KEYS = ["api_key", "api_name", "api_version"]
 ENTITY = ["principal", "client_id"]
 
@@ -64,7 +82,7 @@ _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
 
 
 def parse_window(text: str) -> int:
-    """"10s", "500ms", "1m", "2 hours" -> milliseconds (a positive integer)."""
+    """ "10s", "500ms", "1m", "2 hours" -> milliseconds (a positive integer)."""
     match = _WINDOW_RE.match(text.lower())
     if not match or match.group(2) not in _UNITS_MS:
         raise ValueError(f"bad window {text!r}: use e.g. 500ms, 1s, 10s, 1m, 1h")
@@ -83,7 +101,7 @@ def window_label(ms: int) -> str:
 
 
 def parse_windows(spec: str | Iterable[str]) -> list[int]:
-    """"1s,10s" (or a list of such) -> sorted distinct milliseconds."""
+    """ "1s,10s" (or a list of such) -> sorted distinct milliseconds."""
     parts = spec.split(",") if isinstance(spec, str) else list(spec)
     windows = sorted({parse_window(part) for part in parts if part.strip()})
     if not windows:
@@ -102,7 +120,9 @@ def parse_time(text: str) -> dt.datetime:
     try:
         value = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise ValueError(f"bad time {text!r}: use ISO 8601 (e.g. 2024-05-01T12:00:00Z) or epoch seconds") from None
+        raise ValueError(
+            f"bad time {text!r}: use ISO 8601 (e.g. 2024-05-01T12:00:00Z) or epoch seconds"
+        ) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.UTC)
     return value.astimezone(dt.UTC)
@@ -168,7 +188,9 @@ def primary_quota_type(api_name: Column) -> Column:
     )
 
 
-def quota_windows(spark: SparkSession, df: DataFrame, windows: Sequence[int | str] = ("1s", "10s")) -> DataFrame:
+def quota_windows(
+    spark: SparkSession, df: DataFrame, windows: Sequence[int | str] = ("1s", "10s")
+) -> DataFrame:
     """Per window length, window, (principal, client_id) and quota type:
 
     window_size ("10s"), window_ms, window_start, window_end, principal, client_id,
@@ -192,12 +214,14 @@ def _quota_window(df: DataFrame, window_ms: int) -> DataFrame:
     # One aggregation per (window, entity), with each quota type's measures side by side,
     # then one row per quota type that had requests: a single pass over the rows, no
     # per-type copies of them (and streaming allows a projection after its aggregation).
-    # Quota types compare as small integers (their index in QUOTA_TYPES), not strings.
+    # Quota types compare as small integers (their index in QUOTA_TYPES), not strings, and
+    # a row's API is told by its api_key (the sink derives api_name from it).
     code = {t: F.lit(i) for i, t in enumerate(QUOTA_TYPES)}
+    key = F.col("api_key")
     primary = (
-        F.when(F.col("api_name").isin(*PRODUCE_APIS), code["produce"])
-        .when(F.col("api_name").isin(*FETCH_APIS), code["fetch"])
-        .when(F.col("api_name").isin(*MUTATION_APIS), code["mutation"])
+        F.when(key.isin(*PRODUCE_KEYS), code["produce"])
+        .when(key.isin(*FETCH_KEYS), code["fetch"])
+        .when(key.isin(*MUTATION_KEYS), code["mutation"])
         .otherwise(code["request"])
     )
     cause = F.col("throttle_cause")
@@ -228,18 +252,22 @@ def _quota_window(df: DataFrame, window_ms: int) -> DataFrame:
     primary, throttler = F.col("primary"), F.col("throttler")
     subject = F.when(throttler >= 0, throttler).otherwise(primary)
     both = F.col("request_bytes") + F.col("response_bytes")
-    measured = {"produce": F.col("request_bytes"), "fetch": F.col("response_bytes"), "request": both, "mutation": both}
+    measured = {
+        "produce": F.col("request_bytes"),
+        "fetch": F.col("response_bytes"),
+        "request": both,
+        "mutation": both,
+    }
     measures = []
     for t in QUOTA_TYPES:
         counted = F.lit(True) if t == "request" else primary == code[t]  # rows this quota measures
         hit = counted & (throttler == code[t]) & F.col("throttled")
+        # Counts as count(when(...)): a count's buffer is never null, a sum's may be.
         measures += [
-            (F.count(F.lit(1)) if t == "request" else F.sum(F.when(counted, 1).otherwise(0)))
-            .cast("long")
-            .alias(f"{t}_requests"),
+            F.count(F.when(counted, 1)).alias(f"{t}_requests"),
             F.sum(F.when(counted, measured[t])).alias(f"{t}_bytes"),
             F.sum(F.when(counted, F.col("handler_us"))).alias(f"{t}_handler_us"),
-            F.sum(F.when(hit, 1).otherwise(0)).cast("long").alias(f"{t}_throttle_count"),
+            F.count(F.when(hit, 1)).alias(f"{t}_throttle_count"),
             F.sum(F.when(hit, F.col("throttle_time_ms")).otherwise(0)).cast("long").alias(f"{t}_throttle_ms"),
             F.max(F.when(counted & (subject == code[t]), F.col("quota_limit"))).alias(f"{t}_limit"),
         ]
@@ -333,34 +361,104 @@ def api_errors(spark: SparkSession, df: DataFrame) -> DataFrame:
 def api_latency(spark: SparkSession, df: DataFrame, errors: DataFrame | None = None) -> DataFrame:
     """Per (api_key, api_name, api_version): requests, errors (rows with a non-zero
     error_code), errors_by_code (map code -> requests), throttled, p50_us/p95_us/p99_us
-    (percentile_approx of total_us: the smallest value with at least that share of the
-    requests at or below it), max_us, mean_us, handler_mean_us, handler_max_us.
-    `errors`: `api_errors` of the same rows, if already computed."""
+    (of total_us, from its log-linear histogram: see `latency_from_histogram`), max_us,
+    mean_us, handler_mean_us, handler_max_us. `errors`: `api_errors` of the same rows, if
+    already computed."""
     return add_error_map(latency_stats(spark, df), errors if errors is not None else api_errors(spark, df))
 
 
 def latency_stats(spark: SparkSession, df: DataFrame) -> DataFrame:
-    """`api_latency` without errors_by_code (one aggregation: streaming allows it)."""
-    pcts = F.percentile_approx("total_us", list(PERCENTILES), PERCENTILE_ACCURACY)
-    stats = df.groupBy(*API_KEYS).agg(
+    """`api_latency` without errors_by_code: `latency_from_histogram(latency_histogram(df))`."""
+    return latency_from_histogram(latency_histogram(df))
+
+
+def latency_bucket(value: str) -> Column:
+    """The log-linear histogram bucket of a non-negative microsecond count (the SQL
+    expression or column name `value`), given as the bucket's upper bound (its largest
+    value), as HdrHistogram buckets (and reports) values: below EXACT_BELOW_US (256) one
+    bucket per microsecond, the value itself; above, SUB_BUCKETS (128) buckets per power
+    of two, [2^e, 2^(e+1)) cut into slices 2^(e-7) wide, so the upper bound exceeds any
+    value of its bucket by less than 1/128 of it (0.78 %).
+
+    Integer arithmetic but for the exponent: e = floor(log2(v)), s = e - 7, and the upper
+    bound is v with its s low bits set, v | (2^s - 1) = ((v >> s) + 1 << s) - 1. Spark's
+    log2 is exact at powers of two and its floor right below them up to 2^47 - 1 (tested
+    to 2^48 - 1); from 2^47 us (4.5 years) on, where it may round 2^k - 1 up to k, a
+    v >> s below 128 gives that away and s is taken one less."""
+    v = f"({value})"
+    s = f"(cast(floor(log2({v})) as int) - {SUB_BUCKET_BITS})"
+    corrected = f"({s} - if(shiftright({v}, {s}) < {SUB_BUCKETS}, 1, 0))"
+    return F.expr(
+        f"if({v} < {EXACT_BELOW_US}, {v}, {v} | (shiftleft(1L, if({v} < {1 << 47}L, {s}, {corrected})) - 1))"
+    )
+
+
+def latency_histogram(df: DataFrame) -> DataFrame:
+    """The log-linear histogram of total_us per API version: one aggregation (streaming
+    allows it) by API_KEYS and bucket_us (`latency_bucket(total_us)`), with the bucket's
+    requests, errors, throttled, total_us_sum, max_us, handler_us_sum and handler_max_us:
+    everything `latency_from_histogram` needs to roll the rows of an API version up."""
+    return df.groupBy(*API_KEYS, latency_bucket("total_us").alias("bucket_us")).agg(
         F.count(F.lit(1)).alias("requests"),
-        F.sum(F.when(F.col("error_code") != 0, 1).otherwise(0)).cast("long").alias("errors"),
-        F.sum(F.when(F.col("throttle_time_ms") > 0, 1).otherwise(0)).cast("long").alias("throttled"),
-        pcts.alias("p"),
+        F.count(F.when(F.col("error_code") != 0, 1)).alias("errors"),
+        F.count(F.when(F.col("throttle_time_ms") > 0, 1)).alias("throttled"),
+        F.sum("total_us").alias("total_us_sum"),
         F.max("total_us").alias("max_us"),
-        F.avg("total_us").alias("mean_us"),
-        F.avg("handler_us").alias("handler_mean_us"),
+        F.sum("handler_us").alias("handler_us_sum"),
         F.max("handler_us").alias("handler_max_us"),
     )
+
+
+def latency_from_histogram(hist: DataFrame) -> DataFrame:
+    """`latency_histogram` rolled up per API version: requests, errors, throttled,
+    p50_us/p95_us/p99_us, max_us, mean_us, handler_mean_us, handler_max_us.
+
+    The p-th percentile is the smallest bucket whose cumulative count reaches p % of the
+    requests (the ceil(p x n / 100)-th smallest value falls in it), reported as that
+    bucket's upper bound capped at max_us: less than 1/128 (0.78 %) above the exact value,
+    exact below 256 us and for the largest value (the top bucket reports max_us). Integer
+    comparisons (cumulative x 100 >= p x requests): no rounding. The figures depend only on
+    the rows, not on their order or partitioning (as a merged quantile sketch's may): batch
+    and streaming, Spark and any other engine bucketing alike, give the same numbers."""
+    api = Window.partitionBy(*API_KEYS)
+    cumulative = F.sum("requests").over(api.orderBy("bucket_us").rowsBetween(Window.unboundedPreceding, 0))
+    ranked = hist.select(
+        *API_KEYS,
+        "bucket_us",
+        "requests",
+        "errors",
+        "throttled",
+        "total_us_sum",
+        "max_us",
+        "handler_us_sum",
+        "handler_max_us",
+        cumulative.alias("cumulative"),
+        F.sum("requests").over(api).alias("total"),
+    )
+    reached = {
+        p: F.min(F.when(F.col("cumulative") * 100 >= F.col("total") * p, F.col("bucket_us"))).alias(f"b{p}")
+        for p in PERCENTILES
+    }
+    stats = ranked.groupBy(*API_KEYS).agg(
+        F.sum("requests").alias("requests"),
+        F.sum("errors").alias("errors"),
+        F.sum("throttled").alias("throttled"),
+        *reached.values(),
+        F.max("max_us").alias("max_us"),
+        F.sum("total_us_sum").alias("total_us_sum"),
+        F.sum("handler_us_sum").alias("handler_us_sum"),
+        F.max("handler_max_us").alias("handler_max_us"),
+    )
+    requests = F.col("requests").cast("double")
     return stats.select(
         *API_KEYS,
         "requests",
         "errors",
         "throttled",
-        *[F.col("p")[i].alias(f"p{round(p * 100)}_us") for i, p in enumerate(PERCENTILES)],
+        *[F.least(F.col(f"b{p}"), F.col("max_us")).alias(f"p{p}_us") for p in PERCENTILES],
         "max_us",
-        "mean_us",
-        "handler_mean_us",
+        (F.col("total_us_sum") / requests).alias("mean_us"),
+        (F.col("handler_us_sum") / requests).alias("handler_mean_us"),
         "handler_max_us",
     )
 
@@ -368,7 +466,9 @@ def latency_stats(spark: SparkSession, df: DataFrame) -> DataFrame:
 def add_error_map(stats: DataFrame, errors: DataFrame) -> DataFrame:
     """`latency_stats` with errors_by_code from `api_errors` (an empty map when none)."""
     by_code = errors.groupBy(*API_KEYS).agg(
-        F.map_from_entries(F.array_sort(F.collect_list(F.struct("error_code", "requests")))).alias("errors_by_code")
+        F.map_from_entries(F.array_sort(F.collect_list(F.struct("error_code", "requests")))).alias(
+            "errors_by_code"
+        )
     )
     empty = F.create_map().cast("map<smallint,bigint>")
     columns = [c for c in stats.columns if c != "errors_by_code"]

@@ -82,7 +82,14 @@ def plot_throughput(path: str, title: str, series: Sequence[Series], window_ms: 
     axes = fig.subplots(rows, cols, squeeze=False)
     for ax, entity in zip(axes.flat, series, strict=False):
         times, values = filled(entity.values, window_ms)
-        ax.step(date2num(times), values, where="post", color="tab:blue", label="rate", marker="." if len(times) < 60 else None)
+        ax.step(
+            date2num(times),
+            values,
+            where="post",
+            color="tab:blue",
+            label="rate",
+            marker="." if len(times) < 60 else None,
+        )
         if entity.limits:
             lt = sorted(entity.limits)
             lv = [entity.limits[t] for t in lt]
@@ -111,7 +118,9 @@ def plot_throttle(path: str, title: str, series: Sequence[Series], window_ms: in
     ax = fig.subplots()
     for entity in series:
         times, values = filled(entity.values, window_ms)
-        ax.step(date2num(times), values, where="post", label=entity.label, marker="." if len(times) < 60 else None)
+        ax.step(
+            date2num(times), values, where="post", label=entity.label, marker="." if len(times) < 60 else None
+        )
     ax.set_title(title)
     ax.set_ylabel("throttle time (ms per window)")
     ax.set_ylim(bottom=0)

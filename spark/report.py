@@ -90,7 +90,9 @@ def run_report(
 
     say(f"reading {metrics}" + _range_text(since, until))
     df = jobs.read_metrics(spark, metrics, since, until)
-    overview = df.agg(F.count(F.lit(1)).alias("rows"), F.min("ts").alias("first"), F.max("ts").alias("last")).first()
+    overview = df.agg(
+        F.count(F.lit(1)).alias("rows"), F.min("ts").alias("first"), F.max("ts").alias("last")
+    ).first()
     assert overview is not None
     rows = int(overview["rows"])
     say(f"{rows} requests, {_ts(overview['first'])} .. {_ts(overview['last'])}")
@@ -136,7 +138,8 @@ def report_header(
         "last request": _ts(last),
         "since": _ts(since),
         "until": _ts(until),
-        "windows": ", ".join(jobs.window_label(ms) for ms in sizes) + f" (plots: {jobs.window_label(sizes[0])})",
+        "windows": ", ".join(jobs.window_label(ms) for ms in sizes)
+        + f" (plots: {jobs.window_label(sizes[0])})",
         **extra,
         "Spark": f"{spark.version}, master {spark.sparkContext.master}",
         "schema version": str(SCHEMA_VERSION),
@@ -210,7 +213,9 @@ def _error_name(code: int) -> str:
         return str(code)
 
 
-def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]], classes: Sequence[str] | None = None) -> str:
+def _table(
+    headers: Sequence[str], rows: Iterable[Sequence[Any]], classes: Sequence[str] | None = None
+) -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
     body = []
     for i, row in enumerate(rows):
@@ -236,7 +241,9 @@ def _select_entities(summary: list[Row], quota_type: str) -> list[Row]:
     return rows[:PLOT_ENTITIES]
 
 
-def _collect_windows(spark: SparkSession, qw: DataFrame, plot_ms: int, keys: list[tuple[Any, ...]]) -> list[Row]:
+def _collect_windows(
+    spark: SparkSession, qw: DataFrame, plot_ms: int, keys: list[tuple[Any, ...]]
+) -> list[Row]:
     """quota_windows rows of the plot window for (principal, client_id, quota_type) keys."""
     if not keys:
         return []
@@ -246,7 +253,9 @@ def _collect_windows(spark: SparkSession, qw: DataFrame, plot_ms: int, keys: lis
         & (qw["client_id"].eqNullSafe(wanted["k_client_id"]))
         & (qw["quota_type"] == wanted["k_quota_type"])
     )
-    return qw.where(F.col("window_ms") == plot_ms).join(F.broadcast(wanted), cond).select(qw.columns).collect()
+    return (
+        qw.where(F.col("window_ms") == plot_ms).join(F.broadcast(wanted), cond).select(qw.columns).collect()
+    )
 
 
 def _plots_and_sections(
@@ -378,14 +387,25 @@ def _plots_and_sections(
     )
     sections.append(
         "<h2>Throughput against the quota</h2>"
-        + "".join(f'<figure><img src="throughput_{qt}.png" alt="{qt} throughput"></figure>' for qt in jobs.QUOTA_TYPES)
+        + "".join(
+            f'<figure><img src="throughput_{qt}.png" alt="{qt} throughput"></figure>'
+            for qt in jobs.QUOTA_TYPES
+        )
     )
     sections.append(
         "<h2>Throttling</h2>"
         + '<figure><img src="throttle.png" alt="throttle time"></figure>'
         + "<h3>Top offenders</h3>"
         + _table(
-            ["principal / client id", "throttled", "throttle ms", "max ms", "causes", "first violation", "last violation"],
+            [
+                "principal / client id",
+                "throttled",
+                "throttle ms",
+                "max ms",
+                "causes",
+                "first violation",
+                "last violation",
+            ],
             [
                 (
                     _entity(o["principal"], o["client_id"]),
@@ -404,14 +424,27 @@ def _plots_and_sections(
         "<h2>Latency per API</h2>"
         + '<figure><img src="latency.png" alt="latency per API"></figure>'
         + _table(
-            ["API", "key", "requests", "errors", "errors by code", "throttled", "p50 us", "p95 us", "p99 us", "max us"],
+            [
+                "API",
+                "key",
+                "requests",
+                "errors",
+                "errors by code",
+                "throttled",
+                "p50 us",
+                "p95 us",
+                "p99 us",
+                "max us",
+            ],
             [
                 (
                     f"{r['api_name']} v{r['api_version']}",
                     r["api_key"],
                     r["requests"],
                     r["errors"],
-                    ", ".join(f"{_error_name(c)}: {n}" for c, n in sorted((r["errors_by_code"] or {}).items())),
+                    ", ".join(
+                        f"{_error_name(c)}: {n}" for c, n in sorted((r["errors_by_code"] or {}).items())
+                    ),
                     r["throttled"],
                     r["p50_us"],
                     r["p95_us"],
@@ -421,6 +454,9 @@ def _plots_and_sections(
                 for r in latency_rows
             ],
         )
+        + "<p class='note'>total_us (received to response written). Percentiles from a log-linear"
+        " histogram (128 buckets per power of two): exact below 256 us, otherwise the upper bound of"
+        " the bucket holding the value, less than 1/128 (0.78 %) above it; the top one is the max.</p>"
     )
     per_software: dict[tuple[Any, Any], list[Row]] = {}
     for r in software.collect():
@@ -439,7 +475,9 @@ def _plots_and_sections(
                         for r in sorted(rs, key=lambda r: (r["api_key"], r["api_version"]))
                     ),
                 )
-                for (name, version), rs in sorted(per_software.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or ""))
+                for (name, version), rs in sorted(
+                    per_software.items(), key=lambda kv: (kv[0][0] or "", kv[0][1] or "")
+                )
             ],
         )
     )
@@ -460,7 +498,11 @@ img { max-width: 100%; }
 
 
 def _page(
-    header: dict[str, str], sections: list[str], tables: dict[str, str], out: str, refresh_s: float | None = None
+    header: dict[str, str],
+    sections: list[str],
+    tables: dict[str, str],
+    out: str,
+    refresh_s: float | None = None,
 ) -> str:
     meta = _table(["", ""], list(header.items()))
     links = "".join(
@@ -495,15 +537,29 @@ def build_parser() -> argparse.ArgumentParser:
         prog="kafka-mock-report",
         description="Tables and plots of the broker's request metrics (PySpark).",
     )
-    parser.add_argument("--metrics", required=True, metavar="PATH", help="metrics directory or any Spark-readable path")
-    parser.add_argument("--out", required=True, metavar="DIR", help="output directory (tables, plots, index.html)")
-    parser.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])")
-    parser.add_argument("--since", metavar="T", help="only requests at or after T (ISO 8601, UTC, or epoch s)")
+    parser.add_argument(
+        "--metrics", required=True, metavar="PATH", help="metrics directory or any Spark-readable path"
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (tables, plots, index.html)"
+    )
+    parser.add_argument(
+        "--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])"
+    )
+    parser.add_argument(
+        "--since", metavar="T", help="only requests at or after T (ISO 8601, UTC, or epoch s)"
+    )
     parser.add_argument("--until", metavar="T", help="only requests before T")
-    parser.add_argument("--window", default="1s,10s", metavar="W[,W...]", help="window lengths (default: 1s,10s)")
+    parser.add_argument(
+        "--window", default="1s,10s", metavar="W[,W...]", help="window lengths (default: 1s,10s)"
+    )
     parser.add_argument("--top", type=int, default=20, metavar="N", help="top offenders listed (default: 20)")
     parser.add_argument(
-        "--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark configuration (repeatable)"
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark configuration (repeatable)",
     )
     follow = parser.add_argument_group("streaming")
     follow.add_argument(
@@ -511,9 +567,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the tables up to date as metrics files arrive (Structured Streaming) until Ctrl-C",
     )
-    follow.add_argument("--watermark", default="30s", metavar="W", help="--follow: allowed lateness (default: 30s)")
-    follow.add_argument("--trigger", default="5s", metavar="W", help="--follow: micro-batch interval (default: 5s)")
-    follow.add_argument("--refresh", default="10s", metavar="W", help="--follow: index.html refresh (default: 10s)")
+    follow.add_argument(
+        "--watermark", default="30s", metavar="W", help="--follow: allowed lateness (default: 30s)"
+    )
+    follow.add_argument(
+        "--trigger", default="5s", metavar="W", help="--follow: micro-batch interval (default: 5s)"
+    )
+    follow.add_argument(
+        "--refresh", default="10s", metavar="W", help="--follow: index.html refresh (default: 10s)"
+    )
     return parser
 
 
