@@ -358,7 +358,7 @@ class Connection(asyncio.Protocol):
             throttling.record_encoding(ctx, encode_ns)
         if self._close_after_response:
             self._close_soon()
-        if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
+        elif ctx.throttle_ms > 0 and ctx.throttled_by is not None:
             manager, sensors = ctx.throttled_by
             manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())
             self._mute(ctx.throttle_ms, manager)

@@ -322,9 +322,15 @@ class DynamicConfigStore:
         async with self._lock:
             results: list[ConfigError | None] = []
             changes: list[_BrokerChange | _TopicChange] = []
+            # Each resource is checked against the layers as the earlier accepted ones of
+            # this request leave them, so what is validated is what will be in force.
+            pending: dict[int | None, dict[str, str]] = {}
             for alteration in alterations:
                 try:
-                    changes.append(self._plan(alteration))
+                    change = self._plan(alteration, pending)
+                    changes.append(change)
+                    if isinstance(change, _BrokerChange):
+                        pending[change.broker] = change.layer
                 except ConfigError as exc:
                     results.append(exc)
                 else:
@@ -337,23 +343,26 @@ class DynamicConfigStore:
             self._apply(changes)
         return results
 
-    def _plan(self, alteration: Alteration) -> _BrokerChange | _TopicChange:
+    def _plan(
+        self, alteration: Alteration, pending: Mapping[int | None, dict[str, str]] | None = None
+    ) -> _BrokerChange | _TopicChange:
         for op in alteration.ops:
             if op.op not in (SET, DELETE, APPEND, SUBTRACT):
                 raise ConfigError(INVALID_REQUEST, f"Unknown operations type {op.op}")
         if alteration.resource_type == TOPIC:
             return self._plan_topic(alteration)
         broker = parse_broker_id(alteration.resource_name) if alteration.resource_name else None
+        pending = pending or {}
         if alteration.incremental:
-            layer = apply_ops(self._layer(broker), alteration.ops, BROKER)
+            layer = apply_ops(pending.get(broker, self._layer(broker)), alteration.ops, BROKER)
         else:
             layer = {op.name: op.value or "" for op in alteration.ops}
         check_broker_layer(layer, per_broker=broker is not None)
         for node_id, (subscriber, view) in self._brokers.items():
             if broker is None:
-                effective = view.merged(layer, view.own)
+                effective = view.merged(layer, pending.get(node_id, view.own))
             elif node_id == broker:
-                effective = view.merged(self.cluster_default, layer)
+                effective = view.merged(pending.get(None, self.cluster_default), layer)
             else:
                 continue
             if effective != view.values:  # only brokers whose effective config changes are asked
@@ -416,9 +425,9 @@ class DynamicConfigStore:
                         log.exception("config listener of broker %d failed on %s", node_id, sorted(changed))
         if retention_changed and self.cluster is not None:
             topics = list(self.cluster.topics.values())
-        self._apply_retention(topics)
+        self.apply_retention(topics)
 
-    def _apply_retention(self, topics: Iterable[Topic]) -> None:
+    def apply_retention(self, topics: Iterable[Topic]) -> None:
         """Retention follows the topic's retention.bytes, else log.retention.bytes of the
         partition leader's effective config (Kafka's DynamicLogConfig reconfigures live logs)."""
         for topic in topics:

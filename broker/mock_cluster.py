@@ -74,6 +74,8 @@ class MockCluster:
         )
         self.state = ClusterState(self.configs.cluster_view)
         self.configs.cluster = self.state
+        # New partitions and moved leaders take retention from their leader's config.
+        self.state.metadata_listeners.append(lambda: self.configs.apply_retention(self.state.topics.values()))
         self.groups = GroupCoordinator(self.state)
         self.quotas = QuotaAdmin(
             SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread

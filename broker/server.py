@@ -76,7 +76,18 @@ class BrokerServer:
             metrics_sink.drained_listeners.append(self._resume_connections)
         self.connections: set[Connection] = set()
         # Quotas are enforced per broker, as in Kafka: each has its own sensors.
-        self.quota_managers = build_quota_managers(self.config, node_id)
+        try:
+            self.quota_managers = build_quota_managers(self.config, node_id)
+        except CallbackError:
+            static = configs.static
+            if self.config.get_str(CALLBACK_CONFIG) == static.get_str(CALLBACK_CONFIG):
+                raise  # the configured class itself: refuse to start
+            # A persisted dynamic class that no longer loads is skipped, as Kafka skips
+            # invalid persisted dynamic configs at start.
+            log.exception(
+                "broker %d: the dynamic %s is unusable; using the static one", node_id, CALLBACK_CONFIG
+            )
+            self.quota_managers = build_quota_managers(static, node_id)
         for entity, values in quotas.store.configs.items():
             for key, value in values.items():
                 self.quota_managers.quota_changed(entity, key, value)
@@ -119,7 +130,8 @@ class BrokerServer:
 
     def _cluster_metadata_changed(self) -> None:
         """KIP-257: the quota callback hears of topic, partition and leader changes."""
-        self.quota_managers.cluster_changed(self.cluster.snapshot())
+        if self.quota_managers.wants_cluster_metadata:
+            self.quota_managers.cluster_changed(self.cluster.snapshot())
 
     def advertised_endpoint(self, listener: str) -> Endpoint:
         """Where clients that came in on `listener` reach this broker."""
@@ -201,7 +213,10 @@ class BrokerServer:
             for key, value in values.items()
         ]
         old = self.quota_managers.replace_callback(callback, configured, self.cluster.snapshot())
-        old.close()
+        try:
+            old.close()
+        except Exception:
+            log.exception("broker %d: closing the replaced quota callback failed", self.node_id)
 
     def metrics(self) -> list[Metric]:
         """This broker's quota metrics, named and tagged as Apache Kafka's."""

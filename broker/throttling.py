@@ -65,7 +65,10 @@ def callback_configs(values: Mapping[str, str], node_id: int) -> dict[str, str]:
 def callback_reload_needed(changed: Iterable[str]) -> bool:
     """A new client.quota.callback.class, or a change to a key the broker does not know
     (so possibly the callback's), gives the broker a newly configured callback."""
-    return any(key == CALLBACK_CONFIG or key not in DEFAULTS for key in changed)
+    return any(
+        key == CALLBACK_CONFIG or (key not in DEFAULTS and not key.startswith("listener.name."))
+        for key in changed
+    )
 
 
 def build_quota_managers(config: BrokerConfig, node_id: int = 0) -> QuotaManagers:

@@ -346,6 +346,11 @@ class QuotaManagers:
         }[quota_type]
 
     @property
+    def wants_cluster_metadata(self) -> bool:
+        """Only callbacks that override update_cluster_metadata need a Cluster built."""
+        return type(self.callback).update_cluster_metadata is not ClientQuotaCallback.update_cluster_metadata
+
+    @property
     def managers(self) -> tuple[ClientQuotaManager, ...]:
         return (self.produce, self.fetch, self.request, self.controller_mutation)
 

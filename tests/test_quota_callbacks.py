@@ -15,7 +15,7 @@ from confluent_kafka import Producer
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource as KpResource
 from kafka.admin import ConfigResourceType, NewPartitions, NewTopic
-from kafka.protocol.admin import AlterClientQuotasRequest
+from kafka.protocol.admin import AlterClientQuotasRequest, IncrementalAlterConfigsRequest
 
 from broker import MockCluster
 from quotas.callback import (
@@ -358,3 +358,24 @@ def test_closed_on_replacement_and_on_shutdown() -> None:
         assert third is not second and type(third) is FixedLimitCallback
         third.close = lambda: closed.append("third")
     assert closed == ["first", "second", "third"]
+
+
+def test_resources_of_one_request_are_validated_together() -> None:
+    """A class set at the cluster default and a setting it refuses, set on broker 0 in the
+    same request: the second is checked against the first and refused; nothing unusable
+    is left in force."""
+    with MockCluster(config=FAST) as cluster:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        request = IncrementalAlterConfigsRequest(
+            resources=[
+                (4, "", [(CALLBACK_CONFIG, 0, "quotas.callbacks.quota_groups.QuotaGroupsCallback")]),
+                (4, "0", [("quota.group.nobody.producer_byte_rate", 0, "1")]),
+            ],
+            validate_only=False,
+        )
+        response = admin._manager.run(admin._manager.send, request)
+        first, second = response.responses
+        assert (first.error_code, second.error_code) == (0, 40)
+        assert "configure() failed" in second.error_message
+        assert type(callback_of(cluster)) is QuotaGroupsCallback
+        admin.close()
