@@ -19,7 +19,6 @@ import asyncio
 import concurrent.futures
 import hmac
 import json
-import sqlite3
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +34,7 @@ from broker.scram import (
     new_salt,
     salted_password,
 )
+from quotas.store import open_state_db
 
 if TYPE_CHECKING:
     from broker.config import BrokerConfig
@@ -103,16 +103,13 @@ class SqliteCredentialStorage:
     """
 
     def __init__(self, directory: str | Path) -> None:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        self.path = Path(directory) / "credentials.sqlite"
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
+        self.path, self._db = open_state_db(
+            directory,
+            "credentials.sqlite",
             "CREATE TABLE IF NOT EXISTS scram_credentials ("
             " user TEXT NOT NULL, mechanism INTEGER NOT NULL,"
             " salt BLOB, stored_key BLOB, server_key BLOB, iterations INTEGER,"
-            " PRIMARY KEY (user, mechanism))"
+            " PRIMARY KEY (user, mechanism))",
         )
 
     def load(self) -> list[Change]:

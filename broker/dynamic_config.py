@@ -26,7 +26,6 @@ import asyncio
 import concurrent.futures
 import enum
 import logging
-import sqlite3
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from broker.topic_configs import (
     TOPIC_CONFIGS,
     topic_config_error,
 )
+from quotas.store import open_state_db
 
 if TYPE_CHECKING:
     from broker.cluster import ClusterState
@@ -514,15 +514,12 @@ class SqliteConfigStorage:
     """
 
     def __init__(self, directory: str | Path) -> None:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        self.path = Path(directory) / "configs.sqlite"
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
+        self.path, self._db = open_state_db(
+            directory,
+            "configs.sqlite",
             "CREATE TABLE IF NOT EXISTS broker_configs ("
             " resource_name TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL,"
-            " PRIMARY KEY (resource_name, name))"
+            " PRIMARY KEY (resource_name, name))",
         )
 
     def load(self) -> dict[int | None, dict[str, str]]:

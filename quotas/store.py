@@ -141,6 +141,20 @@ class QuotaStore:
 _DOUBLE = struct.Struct(">d")  # values kept bit-exact (SQLite's REAL would turn NaN into NULL)
 
 
+def open_state_db(directory: str | Path, filename: str, schema: str) -> tuple[Path, sqlite3.Connection]:
+    """A SQLite file of the state dir, created with `schema` if new. WAL with
+    synchronous=NORMAL: a committed transaction survives the process being killed (it is
+    in the WAL before commit returns); a power cut may lose the last ones. The connection
+    is used from one executor thread at a time, never from the event loop."""
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    path = Path(directory) / filename
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(schema)
+    return path, db
+
+
 class SqliteQuotaStorage:
     """Quota configs in SQLite: one transaction per AlterClientQuotas request.
 
@@ -150,15 +164,12 @@ class SqliteQuotaStorage:
     """
 
     def __init__(self, directory: str | Path) -> None:
-        Path(directory).mkdir(parents=True, exist_ok=True)
-        self.path = Path(directory) / "quotas.sqlite"
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(
+        self.path, self._db = open_state_db(
+            directory,
+            "quotas.sqlite",
             "CREATE TABLE IF NOT EXISTS client_quotas ("
             " entity TEXT NOT NULL, quota_key TEXT NOT NULL, value BLOB NOT NULL,"
-            " PRIMARY KEY (entity, quota_key))"
+            " PRIMARY KEY (entity, quota_key))",
         )
 
     def load(self) -> list[Change]:
