@@ -12,9 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.helpers import create_ssl_context
-from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
@@ -23,6 +21,7 @@ from broker import MockCluster
 from broker.tls import distinguished_name
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
+from tests.test_sasl import aiokafka_round_trip
 
 USERS = {"alice": "alice-secret"}
 
@@ -108,21 +107,9 @@ async def test_aiokafka_over_sasl_ssl_with_scram(certs: Certificates, tmp_path: 
             "sasl_plain_username": "alice",
             "sasl_plain_password": USERS["alice"],
         }
-        producer = AIOKafkaProducer(**config)
-        await producer.start()
-        try:
-            await producer.send_and_wait("secure", b"over tls", partition=0)
-            assert {str(c.principal) for c in cluster.brokers[0].connections} == {"User:alice"}
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(**config, auto_offset_reset="earliest")
-        await consumer.start()
-        try:
-            consumer.assign([AioTopicPartition("secure", 0)])
-            batches = await consumer.getmany(timeout_ms=5000)
-            assert [r.value for records in batches.values() for r in records] == [b"over tls"]
-        finally:
-            await consumer.stop()
+        principals, received = await aiokafka_round_trip(cluster, config, "secure", [b"over tls"])
+        assert principals == {"User:alice"}
+        assert received == [b"over tls"]
 
 
 def test_client_certificate_names_the_principal(mtls_cluster: MockCluster, certs: Certificates) -> None:

@@ -65,7 +65,7 @@ class PartitionProportionalCallback(DefaultQuotaCallback):
         return led, len(partitions)
 
     def update_cluster_metadata(self, cluster: Cluster) -> bool:
-        before = {user: self._count(user) for user in self._shares}
+        before = self._shares  # counted on the previous cluster
         self.cluster = cluster
         self._shares = {}
         return any(self.share(user) != counts for user, counts in before.items()) or not before
