@@ -94,6 +94,31 @@ class ClusterState:
     def live_broker_ids(self) -> list[int]:
         return sorted(node_id for node_id, node in self.brokers.items() if node.up)
 
+    def broker_down(self, node_id: int) -> None:
+        """A broker stopped: each partition it led gets the first live replica as its
+        leader, with a new epoch, as the controller elects from the ISR; a partition
+        with no live replica is offline until its leader returns."""
+        self.brokers[node_id].up = False
+        live = set(self.live_broker_ids())
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                if partition.leader == node_id:
+                    successor = next((r for r in partition.replicas if r in live), None)
+                    if successor is not None:
+                        partition.leader = successor
+                        partition.leader_epoch += 1
+        self.metadata_changed()
+
+    def broker_up(self, node_id: int) -> None:
+        """A broker is back. It leads again only its offline partitions (leaders elsewhere
+        stay, as with Kafka before its preferred-leader rebalance)."""
+        self.brokers[node_id].up = True
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                if partition.leader == node_id:  # it was offline
+                    partition.leader_epoch += 1
+        self.metadata_changed()
+
     # -- topics --------------------------------------------------------------
     def create_topic(
         self,

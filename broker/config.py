@@ -93,6 +93,10 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "refuse quota, config and credential changes to non-super users",
     ),
     "super.users": ("", "list", "principals allowed everything: User:admin;User:ops"),
+    "admin.port": ("-1", "int", "HTTP control plane on 127.0.0.1:PORT (0: a free port; -1: off)"),
+    "record.requests.max": ("1000", "int", "requests and responses kept in the recording ring (0: none)"),
+    "record.file": ("", "string", "append every request and response here as JSON lines (empty: off)"),
+    "conformance.report.file": ("", "string", "write the conformance report here when the cluster stops"),
 }
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -123,6 +127,10 @@ READ_ONLY: frozenset[str] = frozenset(
         "offsets.topic.num.partitions",
         "authorizer.enabled",
         "super.users",
+        "admin.port",
+        "record.requests.max",
+        "record.file",
+        "conformance.report.file",
     }
 )
 READ_ONLY_PREFIX = "ssl."

@@ -18,12 +18,15 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker import throttling
+from broker.conformance import unknown_tagged_fields, unread_bytes
 from broker.context import RequestContext
+from broker.faults import Disconnect
 from broker.handlers import HANDLERS, api_versions
 from broker.metrics_sink import request_row
 from broker.sasl import IllegalSaslState, SaslSession, new_session
 from broker.scram import SaslAuthenticationError
 from broker.tls import peer_principal
+from messages.registry import api_name
 from protocol.headers import (
     MalformedRequest,
     decode_body,
@@ -46,6 +49,9 @@ _SIZE = struct.Struct(">i")
 MAX_QUEUED_REQUESTS = 64
 API_VERSIONS = 18
 CLOSE_LINGER_S = 0.05  # between a failed authentication's answer and the close
+# When a throttle's conformance check runs: at 90% of it, at most this long before its end.
+THROTTLE_CHECK_MARGIN_MS = 10
+THROTTLE_CHECK_LATE_S = 0.001  # a check this close to the end (loop lag) is skipped
 
 
 class Connection(asyncio.Protocol):
@@ -76,6 +82,7 @@ class Connection(asyncio.Protocol):
         # Muted: nothing is read or handled until the throttle time (or admission) ends.
         self._muted = False
         self._unmute_handle: asyncio.TimerHandle | None = None
+        self._throttle_check: asyncio.TimerHandle | None = None
         self._muted_by: ClientQuotaManager | None = None
         self.admitted = False  # counted by the connection quotas (released on close)
         self.closed = False
@@ -219,8 +226,14 @@ class Connection(asyncio.Protocol):
             api_key, api_version, correlation_id = peek_header(frame)
             spec = HANDLERS.get(api_key)
             if spec is None:
+                self.broker.conformance.oddity(self, f"API key {api_key} is not advertised")
                 raise MalformedRequest(f"unsupported API key {api_key}")
             if not spec.min_version <= api_version <= spec.max_version:
+                self.broker.conformance.oddity(
+                    self,
+                    f"{api_name(api_key)} v{api_version} is outside the advertised "
+                    f"v{spec.min_version}-{spec.max_version}",
+                )
                 if api_key == API_VERSIONS:
                     self._answer_unsupported_api_versions(
                         api_key, api_version, correlation_id, len(frame), received_ns
@@ -229,12 +242,16 @@ class Connection(asyncio.Protocol):
                 raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
             if sasl is not None:
                 sasl.check_request(api_key)
-            header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
+            flexible = is_flexible(api_key, api_version)
+            header, body_offset = decode_header(frame, flexible)
             request = decode_body(api_key, api_version, frame[body_offset:])
         except (MalformedRequest, IllegalSaslState) as exc:
             log.warning("closing %s: %s", self.describe(), exc)
             self.close()
             return
+        if flexible:
+            for path in unknown_tagged_fields(header) + unknown_tagged_fields(request):
+                self.broker.conformance.oddity(self, f"unknown tagged field {path} in v{api_version}")
         self.client_id = header.client_id
         ctx = RequestContext(
             self.broker,
@@ -248,9 +265,20 @@ class Connection(asyncio.Protocol):
             resumed_ns=received_ns,
             # No quotas while authenticating: Kafka's authenticator runs before KafkaApis.
             quota_recorded=sasl is not None,
+            header=header,
+            request=request,
         )
+        faults = self.broker.faults
         try:
-            result = spec.handler(ctx, request)
+            if faults.request_faults:
+                result = faults.handle(ctx, request, spec.handler)
+            else:
+                result = spec.handler(ctx, request)
+        except Disconnect as exc:
+            log.info("closing %s: %s", self.describe(), exc)
+            self._record(ctx, None)
+            self.close()
+            return
         except Exception:
             log.exception("closing %s: handler for API key %d failed", self.describe(), api_key)
             self.close()
@@ -338,6 +366,10 @@ class Connection(asyncio.Protocol):
         if self.closed:
             return
         throttling.finish_request(ctx)
+        quota_throttle_ms = ctx.throttle_ms
+        faults = self.broker.faults
+        if faults.throttles and response is not None:
+            ctx.throttle_ms = max(ctx.throttle_ms, faults.forced_throttle_ms(ctx, response))
         stats = self.broker.throttle_stats.get(ctx.api_key)
         if stats is None:
             stats = self.broker.throttle_stats[ctx.api_key] = [0, 0, 0]
@@ -358,13 +390,23 @@ class Connection(asyncio.Protocol):
             throttling.record_encoding(ctx, encode_ns)
         if self._close_after_response:
             self._close_soon()
-        elif ctx.throttle_ms > 0 and ctx.throttled_by is not None:
-            manager, sensors = ctx.throttled_by
-            manager.throttle(sensors, ctx.throttle_ms, throttling.now_ms())
-            self._mute(ctx.throttle_ms, manager)
+        elif ctx.throttle_ms > 0:
+            muted_by = None
+            if quota_throttle_ms > 0 and ctx.throttled_by is not None:
+                muted_by, sensors = ctx.throttled_by
+                muted_by.throttle(sensors, quota_throttle_ms, throttling.now_ms())
+            self._mute(ctx.throttle_ms, muted_by)
         sink = self.broker.metrics_sink
         if sink is not None:
             sink.add(request_row(ctx, response, size, handler_ns + encode_ns, done_ns))
+        self._record(ctx, response)
+
+    def _record(self, ctx: RequestContext, response: Any) -> None:
+        """The harness's view of the request: the recording ring and the conformance report."""
+        broker = self.broker
+        broker.conformance.request(ctx, response)
+        if broker.recorder.enabled:
+            broker.recorder.add(ctx, response)
 
     def _send(
         self, response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
@@ -376,11 +418,27 @@ class Connection(asyncio.Protocol):
         self.transport.writelines((header, encoded))
         return len(header) - 4 + len(encoded)
 
-    def _mute(self, throttle_ms: int, manager: ClientQuotaManager) -> None:
+    def _mute(self, throttle_ms: int, manager: ClientQuotaManager | None) -> None:
+        """Reads nothing for `throttle_ms`. Shortly before the end, bytes that arrived
+        meanwhile show a client that did not honour the throttle (conformance report)."""
         self._end_throttle()
         self._muted, self._muted_by = True, manager
         self._update_reading()
-        self._unmute_handle = asyncio.get_running_loop().call_later(throttle_ms / 1000, self._unmute)
+        loop = asyncio.get_running_loop()
+        self._unmute_handle = loop.call_later(throttle_ms / 1000, self._unmute)
+        waiting = unread_bytes(self)
+        if waiting is not None:
+            deadline = loop.time() + throttle_ms / 1000
+            check_s = max(throttle_ms * 0.9, throttle_ms - THROTTLE_CHECK_MARGIN_MS) / 1000
+            self._throttle_check = loop.call_later(check_s, self._check_throttle, waiting, deadline)
+
+    def _check_throttle(self, waiting: int, deadline: float) -> None:
+        self._throttle_check = None
+        if self.closed or asyncio.get_running_loop().time() > deadline - THROTTLE_CHECK_LATE_S:
+            return  # too late to tell an early request from a timely one
+        now_waiting = unread_bytes(self)
+        if now_waiting is not None:
+            self.broker.conformance.throttle_checked(self, now_waiting > waiting)
 
     def _unmute(self) -> None:
         self._end_throttle()
@@ -392,6 +450,9 @@ class Connection(asyncio.Protocol):
         if self._unmute_handle is not None:
             self._unmute_handle.cancel()
             self._unmute_handle = None
+        if self._throttle_check is not None:
+            self._throttle_check.cancel()
+            self._throttle_check = None
         if self._muted_by is not None:
             self._muted_by.throttle_ended()
             self._muted_by = None

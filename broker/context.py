@@ -46,6 +46,9 @@ class RequestContext:
     error_code: int | None = None
     error_count: int = 0
     encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
+    fault_id: int | None = None  # the injected fault that acted on this request
+    header: Any = None  # the decoded request header and body, for the recording
+    request: Any = None
 
     @property
     def cluster(self) -> ClusterState:

@@ -13,14 +13,18 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
+from broker.admin_http import AdminServer
 from broker.authorizer import Authorizer
-from broker.cluster import ClusterState, Topic
+from broker.cluster import ClusterError, ClusterState, Partition, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
+from broker.conformance import ConformanceTracker
 from broker.credentials import CredentialStore
 from broker.dynamic_config import DynamicConfigStore, SqliteConfigStorage
+from broker.faults import FaultInjector
 from broker.groups import GroupCoordinator
 from broker.metrics_sink import MetricsSink
 from broker.quota_admin import QuotaAdmin
+from broker.recording import RequestRecorder
 from broker.sasl import enabled_mechanisms
 from broker.server import BrokerServer
 from broker.tls import server_context
@@ -93,6 +97,15 @@ class MockCluster:
             if metrics_dir
             else None
         )
+        # The harness's hooks (faults, recording, conformance), shared by every broker.
+        self.faults = FaultInjector(on_loop=self.on_loop)
+        self.requests = RequestRecorder(
+            self.config.get_int("record.requests.max"),
+            self.config.get_str("record.file") or None,
+            self.on_loop,
+        )
+        self.conformance = ConformanceTracker(self.on_loop)
+        self.admin: AdminServer | None = None
         first_id = self.config.get_int("node.id")
         self.brokers = [
             BrokerServer(
@@ -106,6 +119,9 @@ class MockCluster:
                 _shift(listeners, i),
                 _shift(advertised, i),
                 self.metrics_sink,
+                self.faults,
+                self.requests,
+                self.conformance,
             )
             for i in range(brokers)
         ]
@@ -115,9 +131,15 @@ class MockCluster:
         self._loop = asyncio.get_running_loop()
         for broker in self.brokers:
             await broker.start()
+        admin_port = self.config.get_int("admin.port")
+        if admin_port >= 0:
+            self.admin = AdminServer(self)
+            await self.admin.start("127.0.0.1", admin_port)
         return self
 
     async def stop(self) -> None:
+        if self.admin is not None:
+            await self.admin.stop()
         # Parked joins and syncs are answered first, so no broker waits out its grace period.
         self.groups.close()
         for broker in self.brokers:
@@ -125,6 +147,10 @@ class MockCluster:
             broker.quota_managers.callback.close()
         if self.metrics_sink is not None:
             await self.metrics_sink.close()  # every answered request's row is on disk
+        await self.requests.close()
+        report = self.config.get_str("conformance.report.file")
+        if report:
+            self.conformance.write(report)
         self.quotas.close()
         self.credentials.close()
         self.configs.close()
@@ -204,6 +230,68 @@ class MockCluster:
             return topic
 
         return self.on_loop(create)
+
+    def broker(self, node_id: int) -> BrokerServer:
+        for broker in self.brokers:
+            if broker.node_id == node_id:
+                return broker
+        raise ClusterError(42, f"Unknown broker {node_id}")
+
+    async def stop_broker_async(self, node_id: int) -> None:
+        """Takes a broker down as a crash would: its listeners close, its connections
+        drop, Metadata stops listing it and its partitions elect new leaders."""
+        broker = self.broker(node_id)
+        if broker.running:
+            await broker.stop(grace=0)
+
+    async def start_broker_async(self, node_id: int) -> None:
+        """Brings a stopped broker back on the ports it had."""
+        broker = self.broker(node_id)
+        if not broker.running:
+            await broker.start()
+
+    def stop_broker(self, node_id: int) -> None:
+        """stop_broker_async for the thread-backed cluster."""
+        self.call(self.stop_broker_async(node_id))
+
+    def start_broker(self, node_id: int) -> None:
+        """start_broker_async for the thread-backed cluster."""
+        self.call(self.start_broker_async(node_id))
+
+    def move_leader(self, topic: str, partition: int, node_id: int) -> Partition:
+        """Makes `node_id` the partition's leader (ClusterError for an unknown partition
+        or broker); clients that produce to the old leader get NOT_LEADER_OR_FOLLOWER."""
+        return self.on_loop(lambda: self.state.move_leader(topic, partition, node_id))
+
+    def describe(self) -> dict[str, Any]:
+        """Brokers (id, host, port, up) and topics with their partitions' leaders."""
+
+        def build() -> dict[str, Any]:
+            brokers = []
+            for broker in self.brokers:
+                endpoint = broker.advertised_endpoint(broker.listeners[0].listener)
+                brokers.append(
+                    {"id": broker.node_id, "host": endpoint.host, "port": endpoint.port, "up": broker.running}
+                )
+            topics = [
+                {
+                    "name": topic.name,
+                    "topic_id": str(topic.topic_id),
+                    "partitions": [
+                        {
+                            "partition": p.index,
+                            "leader": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "replicas": list(p.replicas),
+                        }
+                        for p in topic.partitions
+                    ],
+                }
+                for topic in self.state.topics.values()
+            ]
+            return {"cluster_id": self.state.cluster_id, "brokers": brokers, "topics": topics}
+
+        return self.on_loop(build)
 
     def metrics(self) -> list[Metric]:
         """Every broker's quota metrics (Kafka's names, groups and tags; `broker` says

@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING
 
 from broker.cluster import BrokerNode, ClusterState
 from broker.config import BrokerConfig, Endpoint
+from broker.conformance import ConformanceTracker
 from broker.connection import Connection
 from broker.dynamic_config import ConfigListener, ConfigValidator
+from broker.faults import FaultInjector
+from broker.recording import RequestRecorder
 from broker.sasl import enabled_mechanisms
 from broker.throttling import (
     build_quota_managers,
@@ -54,8 +57,15 @@ class BrokerServer:
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
         metrics_sink: MetricsSink | None = None,
+        faults: FaultInjector | None = None,
+        recorder: RequestRecorder | None = None,
+        conformance: ConformanceTracker | None = None,
     ) -> None:
         self.node_id = node_id
+        # The harness's hooks, shared by the cluster's brokers.
+        self.faults = faults or FaultInjector()
+        self.recorder = recorder or RequestRecorder(0)
+        self.conformance = conformance or ConformanceTracker()
         self.cluster = cluster
         self.groups = groups
         self.quotas = quotas
@@ -107,10 +117,12 @@ class BrokerServer:
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         for endpoint in self.listeners:
+            # A restarted broker takes back the ports it had, where its clients look for it.
+            bound = self.bound.get(endpoint.listener)
             server = await loop.create_server(
                 lambda listener=endpoint.listener: Connection(self, listener),
                 endpoint.host or None,
-                endpoint.port,
+                bound.port if bound is not None else endpoint.port,
                 reuse_address=True,
                 ssl=server_context(self.config, endpoint.listener),
             )
@@ -124,9 +136,10 @@ class BrokerServer:
         node = self.cluster.brokers.get(self.node_id)
         if node is None:
             self.cluster.brokers[self.node_id] = BrokerNode(self.node_id, endpoints)
+            self.cluster.metadata_changed()
         else:
-            node.endpoints, node.up = endpoints, True
-        self.cluster.metadata_changed()
+            node.endpoints = endpoints
+            self.cluster.broker_up(self.node_id)
 
     def _cluster_metadata_changed(self) -> None:
         """KIP-257: the quota callback hears of topic, partition and leader changes."""
@@ -232,10 +245,8 @@ class BrokerServer:
         for server in self._servers:
             server.close()
         self._servers.clear()
-        node = self.cluster.brokers.get(self.node_id)
-        if node is not None:
-            node.up = False
-            self.cluster.metadata_changed()
+        if self.node_id in self.cluster.brokers:
+            self.cluster.broker_down(self.node_id)
         for wake in list(self.stop_listeners):
             wake()
         busy = [conn.idle.wait() for conn in self.connections if not conn.idle.is_set()]

@@ -1,0 +1,203 @@
+"""Conformance report: per client software (name and version from ApiVersions v3+),
+the API keys and versions it used, the error codes it received, whether it honoured
+throttle_time_ms, and protocol oddities seen.
+
+A throttled connection is muted (nothing read). Just before the throttle ends, the bytes
+waiting unread in its socket are compared with those that were waiting when the mute
+began: more means the client sent a request while it should have held back, a
+violation. Requests already pipelined before the throttled response was sent are
+therefore not counted.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import struct
+import termios
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from kafka.errors import for_code
+
+from broker.metrics_sink import error_summary
+from messages.registry import api_name
+
+if TYPE_CHECKING:
+    from broker.connection import Connection
+    from broker.context import RequestContext
+
+UNKNOWN = "unknown"
+_INT = struct.Struct("i")
+
+
+def unread_bytes(connection: Connection) -> int | None:
+    """Bytes waiting in the connection's socket (FIONREAD); None when unknown."""
+    transport = connection.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return None
+    try:
+        buffer = fcntl.ioctl(sock.fileno(), termios.FIONREAD, _INT.pack(0))
+    except OSError:
+        return None
+    return int(_INT.unpack(buffer)[0])
+
+
+@dataclass
+class ClientConformance:
+    software_name: str
+    software_version: str
+    client_ids: set[str] = field(default_factory=set)
+    connections: set[tuple[int, int]] = field(default_factory=set)  # (broker, connection id)
+    versions: dict[int, Counter[int]] = field(default_factory=dict)  # api key -> version -> requests
+    errors: dict[int, Counter[int]] = field(default_factory=dict)  # api key -> error code -> responses
+    throttled_responses: int = 0
+    throttle_checks: int = 0
+    throttle_violations: int = 0
+    oddities: Counter[str] = field(default_factory=Counter)
+
+    def to_dict(self, advertised: Callable[[int], tuple[int, int] | None]) -> dict[str, Any]:
+        apis = []
+        for api_key in sorted(self.versions):
+            supported = advertised(api_key)
+            apis.append(
+                {
+                    "api_key": api_key,
+                    "api": api_name(api_key),
+                    "versions": {str(v): n for v, n in sorted(self.versions[api_key].items())},
+                    "requests": sum(self.versions[api_key].values()),
+                    "broker_versions": list(supported) if supported else None,
+                }
+            )
+        errors = [
+            {"api_key": key, "api": api_name(key), "error_code": code, "error": _error_name(code), "count": n}
+            for key in sorted(self.errors)
+            for code, n in sorted(self.errors[key].items())
+        ]
+        return {
+            "software_name": self.software_name,
+            "software_version": self.software_version,
+            "client_ids": sorted(self.client_ids),
+            "connections": len(self.connections),
+            "requests": sum(sum(v.values()) for v in self.versions.values()),
+            "apis": apis,
+            "errors": errors,
+            "throttle": {
+                "throttled_responses": self.throttled_responses,
+                "checked": self.throttle_checks,
+                "violations": self.throttle_violations,
+                "honoured": None if not self.throttle_checks else self.throttle_violations == 0,
+            },
+            "oddities": [{"what": what, "count": n} for what, n in sorted(self.oddities.items())],
+        }
+
+
+def _error_name(code: int) -> str:
+    try:
+        return str(for_code(code).message)
+    except Exception:  # an unknown code
+        return UNKNOWN
+
+
+class ConformanceTracker:
+    """What each client software did, across all brokers of the cluster."""
+
+    def __init__(self, on_loop: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+        self.clients: dict[tuple[str, str], ClientConformance] = {}
+        self._on_loop = on_loop or (lambda fn: fn())
+
+    def _client(self, connection: Connection) -> ClientConformance:
+        key = (connection.client_software_name or UNKNOWN, connection.client_software_version or UNKNOWN)
+        found = self.clients.get(key)
+        if found is None:
+            found = self.clients[key] = ClientConformance(*key)
+        return found
+
+    def request(self, ctx: RequestContext, response: Any) -> None:
+        """One answered (or unanswered: acks=0) request."""
+        connection = ctx.connection
+        client = self._client(connection)
+        if ctx.client_id is not None:
+            client.client_ids.add(ctx.client_id)
+        client.connections.add((ctx.node_id, connection.connection_id))
+        versions = client.versions.get(ctx.api_key)
+        if versions is None:
+            versions = client.versions[ctx.api_key] = Counter()
+        versions[ctx.api_version] += 1
+        if response is not None and (ctx.error_code is None or ctx.error_code):
+            self._errors(client, ctx.api_key, response)
+        if ctx.throttle_ms > 0:
+            client.throttled_responses += 1
+
+    def _errors(self, client: ClientConformance, api_key: int, response: Any) -> None:
+        code, count = error_summary(response)
+        if count:
+            errors = client.errors.get(api_key)
+            if errors is None:
+                errors = client.errors[api_key] = Counter()
+            errors[code] += count
+
+    def throttle_checked(self, connection: Connection, violated: bool) -> None:
+        client = self._client(connection)
+        client.throttle_checks += 1
+        if violated:
+            client.throttle_violations += 1
+
+    def oddity(self, connection: Connection, what: str) -> None:
+        self._client(connection).oddities[what] += 1
+
+    def report(self) -> dict[str, Any]:
+        from broker.handlers import HANDLERS
+
+        def advertised(api_key: int) -> tuple[int, int] | None:
+            spec = HANDLERS.get(api_key)
+            return (spec.min_version, spec.max_version) if spec is not None else None
+
+        def build() -> dict[str, Any]:
+            return {
+                "clients": [
+                    client.to_dict(advertised)
+                    for _, client in sorted(self.clients.items(), key=lambda item: item[0])
+                ]
+            }
+
+        result: dict[str, Any] = self._on_loop(build)
+        return result
+
+    def write(self, path: str) -> None:
+        with open(path, "w", encoding="utf-8") as out:
+            json.dump(self.report(), out, indent=2)
+            out.write("\n")
+
+
+def unknown_tagged_fields(message: Any) -> list[str]:
+    """Paths of the unknown tagged fields in a decoded message (flexible versions)."""
+    found: list[str] = []
+    pending: list[tuple[str, Any]] = [(type(message).__name__, message)]
+    while pending:
+        path, item = pending.pop()
+        if item.unknown_tags:
+            found.extend(f"{path}.{tag}" for tag in sorted(item.unknown_tags))
+        for name in _struct_fields(type(item)):
+            value = getattr(item, name, None)
+            if isinstance(value, list):
+                pending.extend((f"{path}.{name}[]", v) for v in value)
+            elif value is not None:
+                pending.append((f"{path}.{name}", value))
+    return found
+
+
+_STRUCT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _struct_fields(cls: type) -> tuple[str, ...]:
+    found = _STRUCT_FIELDS.get(cls)
+    if found is None:
+        fields = getattr(cls, "fields", {}) or {}
+        found = _STRUCT_FIELDS[cls] = tuple(
+            f.name for f in fields.values() if f.is_struct() or f.is_struct_array()
+        )
+    return found

@@ -1,0 +1,473 @@
+"""Fault injection for harnesses: scripted errors, latency, disconnects and forced
+throttles, each a numbered rule that can be listed and removed.
+
+A rule matches requests by API key and optionally by broker, client id, topic and
+partition, for its next `count` matches (None: until removed). What it does, in order:
+close the connection unanswered (`disconnect`), delay the request (`latency_ms`),
+answer with `error_code` instead of handling. An error on an API with topics or
+resources (produce, fetch, metadata, create topics, ...) is given per entry: the entries
+the rule selects are taken out of the request, the broker handles the rest, and the
+selected ones are answered with the error, so a produce to partitions 0 and 1 with a
+rule for partition 0 appends only to partition 1. A throttle rule sets throttle_time_ms
+on the next `count` responses to a client id and mutes the connection for it, as a
+quota violation would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import inspect
+import itertools
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
+T = TypeVar("T")
+PRODUCE = 0
+METADATA = 3
+Handler = Callable[[Any, Any], Any]
+OnLoop = Callable[[Callable[[], T]], T]
+
+
+class Disconnect(Exception):
+    """Raised to the connection: close without answering."""
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """How one array of a request is mirrored into its response: `request` arrays hold
+    the entries, `response` is the array answering them, `keys` copies (response field,
+    request field) from each entry ("" takes a bare string element), `inner` is the
+    partition level beneath a topic level."""
+
+    request: tuple[str, ...]
+    response: str
+    keys: tuple[tuple[str, str], ...]
+    inner: Level | None = None
+    topics: bool = False  # entries name topics (so topic and partition filters apply)
+
+
+def _topics(request: str, response: str, inner: Level | None = None, *keys: tuple[str, str]) -> Level:
+    return Level((request,), response, keys or (("name", "name"), ("topic_id", "topic_id")), inner, True)
+
+
+_PARTITION = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
+LEVELS: dict[int, Level] = {
+    0: _topics(
+        "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
+    ),
+    1: _topics(
+        "topics",
+        "responses",
+        Level(("partitions",), "partitions", (("partition_index", "partition"),)),
+        ("topic", "topic"),
+        ("topic_id", "topic_id"),
+    ),
+    2: _topics("topics", "topics", _PARTITION, ("name", "name")),
+    3: _topics("topics", "topics"),
+    8: _topics("topics", "topics", _PARTITION),
+    15: Level(("groups",), "groups", (("group_id", ""),)),
+    19: _topics("topics", "topics", None, ("name", "name")),
+    20: _topics("topics", "responses"),
+    32: Level(
+        ("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    33: Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    37: _topics("topics", "results", None, ("name", "name")),
+    42: Level(("groups_names",), "results", (("group_id", ""),)),
+    44: Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    49: Level(("entries",), "entries", (("entity", "entity"),)),
+    51: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
+}
+# Versions whose entries live elsewhere than LEVELS says.
+_OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
+_GROUPED_OFFSET_FETCH = Level(("groups",), "groups", (("group_id", "group_id"),))
+_COORDINATOR_KEYS = Level(("coordinator_keys",), "coordinators", (("key", ""),))
+
+
+def level_for(api_key: int, version: int) -> Level | None:
+    if api_key == 20 and version < 6:
+        return _OLD_DELETE_TOPICS
+    if api_key == 9 and version >= 8:
+        return _GROUPED_OFFSET_FETCH
+    if api_key == 10 and version >= 4:
+        return _COORDINATOR_KEYS
+    return LEVELS.get(api_key)
+
+
+@dataclass(slots=True)
+class Fault:
+    id: int
+    api_key: int | None = None  # None: any API (throttle rules only)
+    error_code: int = 0
+    count: int | None = None  # matches left; None until removed
+    topic: str | None = None
+    partition: int | None = None
+    client_id: str | None = None
+    broker: int | None = None
+    latency_ms: int = 0
+    disconnect: bool = False
+    throttle_ms: int = 0
+    fired: int = 0  # requests it has acted on
+    _entries: bool = field(default=False, repr=False)  # topic/partition filter set
+
+    def to_dict(self) -> dict[str, Any]:
+        found = asdict(self)
+        del found["_entries"]
+        return found
+
+    def _matches(self, node_id: int, api_key: int, client_id: str | None) -> bool:
+        return (
+            (self.api_key is None or self.api_key == api_key)
+            and (self.broker is None or self.broker == node_id)
+            and (self.client_id is None or self.client_id == client_id)
+        )
+
+    def _wants(self, topic: str | None, partition: int | None) -> bool:
+        return (self.topic is None or self.topic == topic) and (
+            self.partition is None or partition is None or self.partition == partition
+        )
+
+
+class FaultInjector:
+    """The cluster's fault rules. Mutations run on the cluster's loop (`on_loop`), where
+    requests read them."""
+
+    def __init__(self, on_loop: OnLoop[Any] | None = None) -> None:
+        self._on_loop: OnLoop[Any] = on_loop or (lambda fn: fn())
+        self._ids = itertools.count(1)
+        self.request_faults: list[Fault] = []
+        self.throttles: list[Fault] = []
+
+    # -- the harness API --------------------------------------------------------
+    def add(
+        self,
+        api_key: int,
+        error_code: int = 0,
+        count: int | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        client_id: str | None = None,
+        latency_ms: int = 0,
+        disconnect: bool = False,
+        broker: int | None = None,
+    ) -> Fault:
+        """Adds a request fault; ValueError when it could never act."""
+        from broker.handlers import HANDLERS
+
+        if api_key not in HANDLERS:
+            raise ValueError(f"api_key {api_key} is not an API this broker implements")
+        if not -1 <= error_code <= 32767:
+            raise ValueError(f"error_code {error_code} is not an int16 Kafka error code")
+        if latency_ms < 0:
+            raise ValueError("latency_ms must not be negative")
+        if not (error_code or latency_ms or disconnect):
+            raise ValueError("a fault needs error_code, latency_ms or disconnect")
+        if disconnect and error_code:
+            raise ValueError("disconnect closes the connection unanswered: no error_code with it")
+        entries = topic is not None or partition is not None
+        levels = [level for v in range(20) if (level := level_for(api_key, v)) is not None and level.topics]
+        if entries and not levels:
+            raise ValueError(f"api_key {api_key} has no topics: topic and partition filters cannot match")
+        if partition is not None and not any(level.inner for level in levels):
+            raise ValueError(f"api_key {api_key} has no partitions: a partition filter cannot match")
+        if partition is not None and partition < 0:
+            raise ValueError("partition must not be negative")
+        fault = Fault(
+            0, api_key, error_code, _checked_count(count), topic, partition, client_id, broker,
+            latency_ms, disconnect, _entries=entries,
+        )  # fmt: skip
+        return self._on_loop(lambda: self._append(self.request_faults, fault))
+
+    def throttle(
+        self, client_id: str, throttle_ms: int, count: int | None = 1, api_key: int | None = None
+    ) -> Fault:
+        """Forces throttle_time_ms on the next `count` responses to `client_id` (that
+        carry a throttle time) and mutes the connection for it."""
+        if throttle_ms <= 0:
+            raise ValueError("throttle_ms must be positive")
+        fault = Fault(0, api_key, count=_checked_count(count), client_id=client_id, throttle_ms=throttle_ms)
+        return self._on_loop(lambda: self._append(self.throttles, fault))
+
+    def list(self) -> list[Fault]:
+        return self._on_loop(lambda: sorted(self.request_faults + self.throttles, key=lambda f: f.id))
+
+    def remove(self, fault_id: int) -> bool:
+        """True when the rule existed (it may have run out of matches already)."""
+
+        def remove() -> bool:
+            before = len(self.request_faults) + len(self.throttles)
+            self.request_faults = [f for f in self.request_faults if f.id != fault_id]
+            self.throttles = [f for f in self.throttles if f.id != fault_id]
+            return len(self.request_faults) + len(self.throttles) < before
+
+        return bool(self._on_loop(remove))
+
+    def clear(self) -> None:
+        def clear() -> None:
+            self.request_faults = []
+            self.throttles = []
+
+        self._on_loop(clear)
+
+    def _append(self, rules: builtins.list[Fault], fault: Fault) -> Fault:
+        fault.id = next(self._ids)
+        rules.append(fault)
+        return fault
+
+    def _fired(self, fault: Fault) -> None:
+        fault.fired += 1
+        if fault.count is not None:
+            fault.count -= 1
+            if fault.count <= 0:
+                if fault in self.request_faults:
+                    self.request_faults.remove(fault)
+                else:
+                    self.throttles.remove(fault)
+
+    # -- the request pipeline ---------------------------------------------------
+    def handle(self, ctx: RequestContext, request: Any, handler: Handler) -> Any:
+        """The response to `request`, with the first matching fault applied (a coroutine
+        when it delays); raises Disconnect to close unanswered."""
+        for fault in self.request_faults:
+            if not fault._matches(ctx.node_id, ctx.api_key, ctx.client_id):
+                continue
+            level = level_for(ctx.api_key, ctx.api_version) if fault.error_code or fault._entries else None
+            if level is not None and ctx.api_key == METADATA and request.topics is None:
+                request = _naming_all_topics(ctx, request)
+            selected = _select(ctx, level, request, fault) if level is not None else []
+            if fault._entries and not selected:
+                continue
+            self._fired(fault)
+            ctx.fault_id = fault.id
+            if fault.disconnect:
+                raise Disconnect(f"fault {fault.id} closes the connection on API key {ctx.api_key}")
+            answer = functools.partial(_answer, ctx, request, handler, fault, level, selected)
+            return _delayed(fault.latency_ms / 1000, answer) if fault.latency_ms else answer()
+        return handler(ctx, request)
+
+    def forced_throttle_ms(self, ctx: RequestContext, response: Any) -> int:
+        """The throttle a throttle rule puts on this response (0: none), counting it."""
+        for fault in self.throttles:
+            if fault._matches(ctx.node_id, ctx.api_key, ctx.client_id) and _has_field(
+                response, "throttle_time_ms"
+            ):
+                self._fired(fault)
+                return fault.throttle_ms
+        return 0
+
+
+def _checked_count(count: int | None) -> int | None:
+    if count is not None and count < 1:
+        raise ValueError("count must be at least 1 (or None: until removed)")
+    return count
+
+
+async def _delayed(delay_s: float, answer: Callable[[], Any]) -> Any:
+    await asyncio.sleep(delay_s)
+    result = answer()
+    return await result if inspect.iscoroutine(result) else result
+
+
+def _has_field(message: Any, name: str) -> bool:
+    found = type(message).fields.get(name) if message is not None else None
+    return found is not None and found.for_version_q(message.version)
+
+
+# An entry selected by a fault: the request entry and, for topic levels with partitions,
+# the partition entries selected (None: the whole entry).
+Selection = list[tuple[Any, list[Any] | None]]
+
+
+def _select(ctx: RequestContext, level: Level, request: Any, fault: Fault) -> Selection:
+    selected: Selection = []
+    for entry in _entries(level, request):
+        topic = _topic_name(ctx, entry) if level.topics else None
+        if fault.topic is not None and fault.topic != topic:
+            continue
+        inner = level.inner
+        if inner is None or fault.partition is None:
+            if fault.partition is None or not level.topics:
+                selected.append((entry, None))
+            continue
+        partitions = [p for p in getattr(entry, inner.request[0]) if _index(inner, p) == fault.partition]
+        if partitions:
+            selected.append((entry, partitions))
+    return selected
+
+
+def _entries(level: Level, request: Any) -> list[Any]:
+    return [e for name in level.request for e in getattr(request, name, None) or ()]
+
+
+def _naming_all_topics(ctx: RequestContext, request: Any) -> Any:
+    """A Metadata request for all topics, as one that names each, so that a fault can
+    answer for some of them."""
+    entry = type(request).fields["topics"].data_class
+    topics = [entry(version=None, name=t.name, topic_id=t.topic_id) for t in ctx.cluster.topics.values()]
+    return _copy(request, topics=topics)
+
+
+def _topic_name(ctx: RequestContext, entry: Any) -> str | None:
+    if isinstance(entry, str):
+        return entry
+    name = getattr(entry, "name", None) or getattr(entry, "topic", None)
+    if name:
+        return str(name)
+    topic = ctx.cluster.topics_by_id.get(getattr(entry, "topic_id", None))  # type: ignore[arg-type]
+    return topic.name if topic is not None else None
+
+
+def _index(level: Level, entry: Any) -> int:
+    return int(getattr(entry, level.keys[0][1]))
+
+
+def _answer(
+    ctx: RequestContext,
+    request: Any,
+    handler: Handler,
+    fault: Fault,
+    level: Level | None,
+    selected: Selection,
+) -> Any:
+    if not fault.error_code:
+        return handler(ctx, request)
+    if level is None:
+        if not _has_field(ctx.response(), "error_code"):
+            raise Disconnect(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
+        return ctx.response(error_code=fault.error_code)
+    if ctx.api_key == PRODUCE and request.acks == 0:
+        return None  # nothing is appended and nothing answered
+    rest = _without(ctx, level, request, selected)
+    if rest is None:
+        return _add_errors(ctx.response(), level, selected, fault.error_code)
+    result = handler(ctx, rest)
+    if inspect.iscoroutine(result):
+        return _errors_after(result, level, selected, fault.error_code)
+    return _add_errors(result, level, selected, fault.error_code) if result is not None else None
+
+
+async def _errors_after(pending: Any, level: Level, selected: Selection, code: int) -> Any:
+    response = await pending
+    return _add_errors(response, level, selected, code) if response is not None else None
+
+
+def _without(ctx: RequestContext, level: Level, request: Any, selected: Selection) -> Any:
+    """A copy of `request` without the selected entries; None when nothing is left for
+    the handler (Metadata is always handled: its brokers are wanted)."""
+    whole = {id(entry) for entry, partitions in selected if partitions is None}
+    some = {
+        id(entry): {id(p) for p in partitions} for entry, partitions in selected if partitions is not None
+    }
+    changes: dict[str, Any] = {}
+    left = 0
+    for name in level.request:
+        entries = getattr(request, name, None)
+        if entries is None:
+            continue
+        kept = []
+        for entry in entries:
+            if id(entry) in whole:
+                continue
+            if id(entry) in some and level.inner is not None:
+                inner_name = level.inner.request[0]
+                partitions = [p for p in getattr(entry, inner_name) if id(p) not in some[id(entry)]]
+                if not partitions:
+                    continue
+                entry = _copy(entry, **{inner_name: partitions})
+            kept.append(entry)
+        changes[name] = kept
+        left += len(kept)
+    if ctx.api_key == METADATA:
+        return _copy(request, **changes)
+    return _copy(request, **changes) if left else None
+
+
+def _copy(message: Any, **changes: Any) -> Any:
+    values = {
+        f.name: getattr(message, f.name)
+        for f in type(message).fields.values()
+        if f.for_version_q(message.version)
+    }
+    return type(message)(version=message.version, **{**values, **changes})
+
+
+def _add_errors(response: Any, level: Level, selected: Selection, code: int) -> Any:
+    # A fresh list: an unset array field reads as the schema default, one list shared by all.
+    array = list(getattr(response, level.response, None) or ())
+    setattr(response, level.response, array)
+    entry_class = type(response).fields[level.response].data_class
+    for entry, partitions in selected:
+        answer = _mirror(entry_class, level, entry, code)
+        if partitions is not None and level.inner is not None:
+            existing = next((a for a in array if _same(a, answer, level)), None)
+            inner_class = entry_class.fields[level.inner.response].data_class
+            errors = [_mirror(inner_class, level.inner, p, code) for p in partitions]
+            if existing is not None:
+                setattr(existing, level.inner.response, [*getattr(existing, level.inner.response), *errors])
+                continue
+            setattr(answer, level.inner.response, errors)
+        elif level.inner is not None:
+            inner_class = entry_class.fields[level.inner.response].data_class
+            partitions_of = getattr(entry, level.inner.request[0], None) or []
+            setattr(
+                answer,
+                level.inner.response,
+                [_mirror(inner_class, level.inner, p, code) for p in partitions_of],
+            )
+        array.append(answer)
+    return response
+
+
+def _mirror(entry_class: Any, level: Level, entry: Any, code: int) -> Any:
+    """The response entry answering `entry` with `code` (other fields at their defaults,
+    offsets and watermarks at -1 as Kafka's error responses have them)."""
+    answer = entry_class(version=None)
+    for response_field, request_field in level.keys:
+        if response_field not in entry_class.fields:
+            continue
+        if isinstance(entry, str):  # a bare name: it fills the first key
+            value: Any = entry if response_field == level.keys[0][0] else None
+        else:
+            value = getattr(entry, request_field, None) if request_field else entry
+        if isinstance(value, list) and entry_class.fields[response_field].is_struct_array():
+            target = entry_class.fields[response_field].data_class
+            value = [target(version=None, **_plain(item, target)) for item in value]
+        setattr(answer, response_field, value)
+    fields = entry_class.fields
+    if "error_code" in fields:
+        answer.error_code = code
+    for name in (
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "high_watermark",
+        "last_stable_offset",
+    ):
+        if name in fields:
+            setattr(answer, name, -1)
+    for name in ("offset", "committed_offset"):
+        if name in fields:
+            setattr(answer, name, -1)
+    return answer
+
+
+def _plain(item: Any, target: Any) -> dict[str, Any]:
+    return {name: getattr(item, name) for name in target.fields if name in type(item).fields}
+
+
+def _same(answer: Any, other: Any, level: Level) -> bool:
+    return all(
+        getattr(answer, field, None) == getattr(other, field, None)
+        for field, _ in level.keys
+        if getattr(other, field, None) is not None
+    )

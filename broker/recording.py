@@ -1,0 +1,165 @@
+"""Request recording: every decoded request and its response, kept in a bounded ring
+(`record.requests.max`) and optionally appended to a JSON-lines file (`record.file`).
+
+The ring holds the decoded objects themselves; they become dicts only when read, and the
+file is written by a background task through an executor, so the request path pays for
+one tuple and a deque append.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+
+from messages.registry import api_name
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
+log = logging.getLogger("broker.recording")
+T = TypeVar("T")
+FLUSH_INTERVAL_S = 0.2
+
+
+class Recorded(NamedTuple):
+    time_ms: int
+    broker: int
+    connection: int
+    principal: str
+    client_software_name: str
+    client_software_version: str
+    api_key: int
+    api_version: int
+    header: Any
+    request: Any
+    response: Any
+    throttle_time_ms: int
+    fault: int | None
+
+
+def to_json_value(value: Any) -> Any:
+    """What json.dumps cannot take: bytes as base64, UUIDs as strings."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, set | frozenset):
+        return sorted(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def as_dict(entry: Recorded) -> dict[str, Any]:
+    header = entry.header
+    return {
+        "time_ms": entry.time_ms,
+        "broker": entry.broker,
+        "connection": entry.connection,
+        "principal": entry.principal,
+        "client_id": header.client_id if header is not None else None,
+        "client_software_name": entry.client_software_name or None,
+        "client_software_version": entry.client_software_version or None,
+        "api_key": entry.api_key,
+        "api": api_name(entry.api_key),
+        "api_version": entry.api_version,
+        "correlation_id": header.correlation_id if header is not None else None,
+        "header": header.to_dict(json=False) if header is not None else None,
+        "request": entry.request.to_dict(json=False) if entry.request is not None else None,
+        "response": entry.response.to_dict(json=False) if entry.response is not None else None,
+        "throttle_time_ms": entry.throttle_time_ms,
+        "fault": entry.fault,
+    }
+
+
+class RequestRecorder:
+    """The cluster's recording of requests and responses (all brokers)."""
+
+    def __init__(
+        self,
+        max_requests: int,
+        path: str | None = None,
+        on_loop: Callable[[Callable[[], Any]], Any] | None = None,
+    ) -> None:
+        self.max_requests = max_requests
+        self.enabled = max_requests > 0 or path is not None
+        self._ring: deque[Recorded] = deque(maxlen=max(max_requests, 0))
+        self._on_loop = on_loop or (lambda fn: fn())
+        self.path = path
+        self._unwritten: list[Recorded] = []
+        self._writer: asyncio.Task[None] | None = None
+        if path is not None:
+            open(path, "w").close()  # a run's recording starts empty, and a bad path fails at start
+
+    def add(self, ctx: RequestContext, response: Any) -> None:
+        connection = ctx.connection
+        entry = Recorded(
+            time.time_ns() // 1_000_000,
+            ctx.node_id,
+            connection.connection_id,
+            str(connection.principal),
+            connection.client_software_name,
+            connection.client_software_version,
+            ctx.api_key,
+            ctx.api_version,
+            ctx.header,
+            ctx.request,
+            response,
+            ctx.throttle_ms,
+            ctx.fault_id,
+        )
+        if self.max_requests > 0:
+            self._ring.append(entry)
+        if self.path is not None:
+            self._unwritten.append(entry)
+            if self._writer is None:
+                self._writer = asyncio.get_running_loop().create_task(self._write_soon())
+
+    def list(self, api_key: int | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+        """The recorded requests, oldest first (the newest `limit` of them), as dicts:
+        api, version, header, request and response bodies (bytes as base64 in JSON)."""
+
+        def pick() -> list[Recorded]:
+            found = [e for e in self._ring if api_key is None or e.api_key == api_key]
+            return found[-limit:] if limit is not None and limit >= 0 else found
+
+        return [as_dict(entry) for entry in self._on_loop(pick)]
+
+    def clear(self) -> None:
+        self._on_loop(self._ring.clear)
+
+    async def _write_soon(self) -> None:
+        try:
+            await asyncio.sleep(FLUSH_INTERVAL_S)
+        finally:
+            self._writer = None
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Writes what is not on disk yet (in an executor: no file I/O on the loop)."""
+        entries, self._unwritten = self._unwritten, []
+        if entries and self.path is not None:
+            await asyncio.get_running_loop().run_in_executor(None, _append_lines, self.path, entries)
+
+    async def close(self) -> None:
+        if self._writer is not None:
+            self._writer.cancel()  # its finally-block flushes
+            try:
+                await self._writer
+            except asyncio.CancelledError:
+                pass
+        await self.flush()
+
+
+def _append_lines(path: str, entries: Iterable[Recorded]) -> None:
+    with open(path, "a", encoding="utf-8") as out:
+        for entry in entries:
+            try:
+                out.write(json.dumps(as_dict(entry), default=to_json_value) + "\n")
+            except Exception:  # one odd message must not lose the rest
+                log.exception("cannot record %s v%d", api_name(entry.api_key), entry.api_version)
