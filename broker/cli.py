@@ -29,6 +29,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--state-dir", help="keep quota configs (and later other state) in SQLite here (state.dir)"
     )
     parser.add_argument("--metrics-dir", help="write one Parquet row per request under DIR (metrics.dir)")
+    parser.add_argument(
+        "--admin-port", type=int, help="HTTP control plane on 127.0.0.1:PORT, 0 for a free port (admin.port)"
+    )
+    parser.add_argument("--record", metavar="FILE", help="append every request and response as JSON lines")
+    parser.add_argument(
+        "--conformance-report", metavar="FILE", help="write the client conformance report here on shutdown"
+    )
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     return parser.parse_args(argv)
 
@@ -39,6 +46,12 @@ def build_config(args: argparse.Namespace) -> dict[str, str]:
         config["state.dir"] = args.state_dir
     if args.metrics_dir:
         config["metrics.dir"] = args.metrics_dir
+    if args.admin_port is not None:
+        config["admin.port"] = str(args.admin_port)
+    if args.record:
+        config["record.file"] = args.record
+    if args.conformance_report:
+        config["conformance.report.file"] = args.conformance_report
     for item in args.override:
         key, sep, value = item.partition("=")
         if not sep:
@@ -61,6 +74,8 @@ async def serve(cluster: MockCluster) -> None:
             for broker in cluster.brokers
         ),
     )
+    if cluster.admin is not None:
+        log.info("admin API on http://127.0.0.1:%d", cluster.admin.port)
     await stop.wait()
     log.info("shutting down: finishing in-flight requests")
     await cluster.stop()

@@ -64,6 +64,20 @@ class BrokerProcess:
                 found[int(node_id)] = parse_listeners(endpoints)
         return found
 
+    def wait_line(self, pattern: str, timeout: float = START_TIMEOUT) -> re.Match[str]:
+        """The first stderr line (seen so far or to come) that matches `pattern`."""
+        compiled = re.compile(pattern)
+        deadline = time.monotonic() + timeout
+        seen = 0
+        while True:
+            for line in self.lines[seen:]:
+                if match := compiled.search(line):
+                    return match
+            seen = len(self.lines)
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"no line matching {pattern!r}:\n{self.stderr}")
+            time.sleep(0.02)
+
     def wait(self, timeout: float) -> int:
         code = self.proc.wait(timeout=timeout)
         self._reader.join(timeout=5)

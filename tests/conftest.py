@@ -8,6 +8,8 @@ import pytest
 
 from broker import MockCluster
 
+pytest_plugins = ["pytester"]  # tests/test_pytest_plugin.py runs projects in a subprocess
+
 # No initial rebalance delay: tests form groups in milliseconds, not Kafka's 3 s.
 FAST = {"group.initial.rebalance.delay.ms": "0"}
 

@@ -7,6 +7,7 @@ running when the test ends, so nothing outlives a test.
 
 from __future__ import annotations
 
+import json
 import random
 import signal
 import socket
@@ -14,6 +15,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -359,3 +361,33 @@ def test_port_of_a_later_broker_in_use() -> None:
     assert result.returncode != 0
     assert "address already in use" in result.stderr.lower()
     assert "Traceback" not in result.stderr
+
+
+# -- harness flags ----------------------------------------------------------------------
+def test_admin_port_record_and_conformance_report(
+    spawn: Callable[..., BrokerProcess], tmp_path: Path
+) -> None:
+    """--admin-port serves the control plane, --record writes each request as a JSON line
+    and --conformance-report names the client software on shutdown."""
+    record, report = tmp_path / "requests.jsonl", tmp_path / "conformance.json"
+    broker = spawn(
+        "--port", "0", "--admin-port", "0", "--record", str(record), "--conformance-report", str(report)
+    )  # fmt: skip
+    [listeners] = broker.wait_listening(1).values()
+    admin_port = int(broker.wait_line(r"admin API on http://127\.0\.0\.1:(\d+)").group(1))
+    _, port = listeners["PLAINTEXT"]
+    assert produce_and_consume(f"127.0.0.1:{port}", "recorded", 3) == [b"value-0", b"value-1", b"value-2"]
+    with urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/v1/cluster", timeout=10) as answer:
+        cluster = json.load(answer)
+    assert cluster["brokers"] == [{"id": 0, "host": "127.0.0.1", "port": port, "up": True}]
+    assert [t["name"] for t in cluster["topics"]] == ["recorded"]
+
+    broker.proc.send_signal(signal.SIGTERM)
+    assert broker.wait(timeout=10) == 0, broker.stderr
+    lines = [json.loads(line) for line in record.read_text().splitlines()]
+    produced = [line for line in lines if line["api"] == "Produce"]
+    assert produced and produced[0]["request"]["topic_data"][0]["name"] == "recorded"
+    assert all(line["client_software_name"] == "confluent-kafka-python" for line in produced)
+    clients = json.loads(report.read_text())["clients"]
+    assert [c["software_name"] for c in clients] == ["confluent-kafka-python"]
+    assert {a["api"] for a in clients[0]["apis"]} >= {"ApiVersions", "Metadata", "Produce", "Fetch"}
