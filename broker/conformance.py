@@ -106,14 +106,19 @@ class ConformanceTracker:
     """What each client software did, across all brokers of the cluster."""
 
     def __init__(self, on_loop: Callable[[Callable[[], Any]], Any] | None = None) -> None:
-        self.clients: dict[tuple[str, str], ClientConformance] = {}
+        self.clients: dict[tuple[str, str], ClientConformance] = {}  # by software name and version
         self._on_loop = on_loop or (lambda fn: fn())
 
     def _client(self, connection: Connection) -> ClientConformance:
-        key = (connection.client_software_name or UNKNOWN, connection.client_software_version or UNKNOWN)
+        """Clients that do not name their software (ApiVersions before v3) are told
+        apart by client id."""
+        name = connection.client_software_name
+        key = (name, connection.client_software_version) if name else (UNKNOWN, connection.client_id or "")
         found = self.clients.get(key)
         if found is None:
-            found = self.clients[key] = ClientConformance(*key)
+            found = self.clients[key] = ClientConformance(
+                name or UNKNOWN, connection.client_software_version or UNKNOWN
+            )
         return found
 
     def request(self, ctx: RequestContext, response: Any) -> None:
