@@ -1,24 +1,292 @@
-"""HTTP control plane (aiohttp) on 127.0.0.1: the harness API as JSON over HTTP."""
+"""HTTP control plane (aiohttp) on 127.0.0.1: the harness API as JSON over HTTP.
+
+Tests in other languages, or in another process, drive faults, throttles, broker
+restarts, leader moves and quotas through it, and read the recorded requests, the
+conformance report and Prometheus metrics. Handlers run on the cluster's own event loop,
+where cluster state lives, so they call the cluster's Python API directly (the async
+forms where one exists). Every answer is JSON (but /metrics); bad input is a 400 that
+says what is wrong, never a 500.
+
+Routes:
+
+    GET    /v1/cluster                       brokers (up or not) and topics
+    GET    /v1/quotas?user=&client-id=&ip=&strict=   quota entities ("<default>": the
+                                             default entity, "<any>": any name)
+    POST   /v1/quotas                        alter one entity's quotas
+    GET    /v1/quotas/resolve?user=&client-id=   the quota in force per key, and whence
+    GET    /v1/faults                        fault and throttle rules
+    POST   /v1/faults                        add a fault rule (201)
+    DELETE /v1/faults, /v1/faults/{id}       remove all, or one
+    POST   /v1/throttle                      add a forced-throttle rule (201)
+    POST   /v1/brokers/{id}/stop, /start     crash or restart a broker
+    POST   /v1/leaders                       elect a partition leader
+    GET    /v1/requests?api_key=&limit=      recorded requests and responses
+    DELETE /v1/requests                      forget them
+    GET    /v1/conformance                   the conformance report
+    GET    /metrics                          Prometheus text format
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+import logging
+import math
+import re
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from aiohttp import web
+from kafka.errors import for_code
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.registry import Collector
+
+from broker.cluster import ClusterError
+from broker.quota_admin import ANY
+from broker.recording import to_json_value
+from messages.registry import api_name
+from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
+from quotas.validation import QuotaError
 
 if TYPE_CHECKING:
     from broker.mock_cluster import MockCluster
+    from broker.server import BrokerServer
+    from quotas.sensor import Metric
+
+log = logging.getLogger("broker.admin_http")
+
+DEFAULT_NAME = "<default>"  # query value for the default entity (null in JSON bodies)
+ANY_NAME = "<any>"  # query value for any name of that entity type (Kafka's MATCH_TYPE_SPECIFIED)
+UNKNOWN_TOPIC_OR_PARTITION = 3
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+SHUTDOWN_TIMEOUT_S = 5.0  # how long stop() waits for in-flight HTTP requests
+# Entity type in HTTP (Kafka's names) -> QuotaAdmin.describe keyword.
+_DESCRIBE_KEYWORDS = {USER: "user", CLIENT_ID: "client_id", IP: "ip"}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class HttpError(Exception):
+    """An answer other than 2xx, with its JSON body."""
+
+    def __init__(self, status: int, error: str, message: str, code: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body: dict[str, Any] = {"error": error, "message": message}
+        if code is not None:
+            self.body = {"error_code": code, **self.body}
+
+
+def bad_request(message: str) -> NoReturn:
+    raise HttpError(400, "BAD_REQUEST", message)
+
+
+def not_found(message: str) -> NoReturn:
+    raise HttpError(404, "NOT_FOUND", message)
+
+
+def kafka_error(status: int, code: int, message: str) -> HttpError:
+    """Kafka's code and name beside the message, as a client would have seen them."""
+    try:
+        name = str(for_code(code).message)
+    except Exception:  # a code kafka-python does not know
+        name = "UNKNOWN"
+    return HttpError(status, name, message, code)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=to_json_value)
+
+
+def _json(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.json_response(value, status=status, headers=headers, dumps=_dumps)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every failure as JSON: ours, Kafka's refusals, aiohttp's 404/405/413, and a logged
+    500 for bugs (without the traceback, which goes to the log)."""
+    try:
+        return await handler(request)
+    except HttpError as exc:
+        return _json(exc.body, exc.status)
+    except QuotaError as exc:
+        error = kafka_error(400, exc.code, exc.message)
+        return _json(error.body, error.status)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        headers = {"Allow": exc.headers["Allow"]} if "Allow" in exc.headers else None
+        reason = (exc.reason or "error").upper().replace(" ", "_")
+        return _json(
+            {"error": reason, "message": f"{request.method} {request.path}: {exc.reason}"},
+            exc.status,
+            headers,
+        )
+    except Exception as exc:
+        log.exception("admin HTTP %s %s failed", request.method, request.path)
+        return _json({"error": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}, 500)
+
+
+# -- request parsing -------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> NoReturn:
+    bad_request(f"{name} is not a JSON number")
+
+
+async def _body(request: web.Request, allowed: Iterable[str]) -> dict[str, Any]:
+    """The JSON object body; unknown fields are refused so that a typo is not a silently
+    ignored option."""
+    try:
+        text = (await request.read()).decode("utf-8")
+    except UnicodeDecodeError:
+        bad_request("the body is not UTF-8")
+    if not text.strip():
+        bad_request("a JSON object body is required")
+    try:
+        body = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        bad_request(f"malformed JSON: {exc}")
+    except RecursionError:
+        bad_request("malformed JSON: nested too deeply")
+    if not isinstance(body, dict):
+        bad_request(f"the body must be a JSON object, not {_json_type(body)}")
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        bad_request(f"unknown field(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}")
+    return body
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _int(body: dict[str, Any], name: str) -> int:
+    value = body.get(name)
+    if value is None:
+        bad_request(f"{name} is required (an integer)")
+    return _checked_int(name, value)
+
+
+def _opt_int(body: dict[str, Any], name: str, default: int | None = None) -> int | None:
+    value = body.get(name, default)
+    return None if value is None else _checked_int(name, value)
+
+
+def _checked_int(name: str, value: Any) -> int:
+    """Every integer of a body is an int32 on the wire (ids, codes, ms): larger ones
+    could only fail later, in a response's encoding."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        bad_request(f"{name} must be an integer, not {_json_type(value)}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        bad_request(f"{name} {value} does not fit in an int32")
+    return value
+
+
+def _str(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if not isinstance(value, str):
+        bad_request(f"{name} is required (a string)" if value is None else f"{name} must be a string")
+    return value
+
+
+def _opt_str(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is not None and not isinstance(value, str):
+        bad_request(f"{name} must be a string or null, not {_json_type(value)}")
+    return value
+
+
+def _bool(body: dict[str, Any], name: str) -> bool:
+    value = body.get(name, False)
+    if not isinstance(value, bool):
+        bad_request(f"{name} must be true or false, not {_json_type(value)}")
+    return value
+
+
+def _query(request: web.Request, allowed: Iterable[str]) -> dict[str, str]:
+    query = request.rel_url.query
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        bad_request(f"unknown query parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}")
+    for name in query:
+        if len(query.getall(name)) > 1:
+            bad_request(f"query parameter {name} given more than once")
+    return dict(query)
+
+
+def _query_int(query: dict[str, str], name: str) -> int | None:
+    value = query.get(name)
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        bad_request(f"{name} must be an integer, not {value!r}")
+
+
+def _query_bool(query: dict[str, str], name: str) -> bool:
+    value = query.get(name, "false").lower()
+    if value not in ("true", "false", "1", "0"):
+        bad_request(f"{name} must be true or false, not {value!r}")
+    return value in ("true", "1")
+
+
+def _path_int(request: web.Request, name: str, what: str) -> int:
+    value = request.match_info[name]
+    try:
+        return int(value)
+    except ValueError:
+        not_found(f"Unknown {what} {value}")
+
+
+# -- the server ------------------------------------------------------------------
 
 
 class AdminServer:
+    """The control plane of one MockCluster (one per cluster, with its own metrics
+    registry so that clusters in one process do not collide)."""
+
     def __init__(self, cluster: MockCluster) -> None:
         self.cluster = cluster
-        self.app = web.Application()
+        self.app = web.Application(middlewares=[_json_errors])
         self._runner: web.AppRunner | None = None
         self.port = 0
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(ClusterCollector(cluster))
+        self._routes()
+
+    def _routes(self) -> None:
+        router = self.app.router
+        router.add_get("/v1/cluster", self.get_cluster)
+        router.add_get("/v1/quotas", self.get_quotas)
+        router.add_post("/v1/quotas", self.post_quotas)
+        router.add_get("/v1/quotas/resolve", self.get_resolve)
+        router.add_get("/v1/faults", self.get_faults)
+        router.add_post("/v1/faults", self.post_fault)
+        router.add_delete("/v1/faults", self.delete_faults)
+        router.add_delete("/v1/faults/{fault_id}", self.delete_fault)
+        router.add_post("/v1/throttle", self.post_throttle)
+        router.add_post("/v1/brokers/{broker_id}/stop", self.stop_broker)
+        router.add_post("/v1/brokers/{broker_id}/start", self.start_broker)
+        router.add_post("/v1/leaders", self.post_leader)
+        router.add_get("/v1/requests", self.get_requests)
+        router.add_delete("/v1/requests", self.delete_requests)
+        router.add_get("/v1/conformance", self.get_conformance)
+        router.add_get("/metrics", self.get_metrics)
 
     async def start(self, host: str, port: int) -> None:
-        self._runner = web.AppRunner(self.app, access_log=None)
+        self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port, reuse_address=True)
         await site.start()
@@ -28,3 +296,337 @@ class AdminServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    # -- cluster -----------------------------------------------------------------
+    async def get_cluster(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        return _json(self.cluster.describe())
+
+    async def stop_broker(self, request: web.Request) -> web.Response:
+        broker = self._broker(request)
+        await self.cluster.stop_broker_async(broker.node_id)
+        return _json(self._broker_entry(broker.node_id))
+
+    async def start_broker(self, request: web.Request) -> web.Response:
+        broker = self._broker(request)
+        await self.cluster.start_broker_async(broker.node_id)
+        return _json(self._broker_entry(broker.node_id))
+
+    def _broker(self, request: web.Request) -> BrokerServer:
+        node_id = _path_int(request, "broker_id", "broker")
+        try:
+            return self.cluster.broker(node_id)
+        except ClusterError as exc:
+            raise kafka_error(404, exc.code, exc.message) from None
+
+    def _broker_entry(self, node_id: int) -> dict[str, Any]:
+        return next(b for b in self.cluster.describe()["brokers"] if b["id"] == node_id)
+
+    async def post_leader(self, request: web.Request) -> web.Response:
+        body = await _body(request, ("topic", "partition", "broker"))
+        topic, partition, node_id = _str(body, "topic"), _int(body, "partition"), _int(body, "broker")
+        try:
+            self.cluster.broker(node_id)  # unknown: 404 with code 42, as /v1/brokers/{id} answers
+            moved = self.cluster.move_leader(topic, partition, node_id)
+        except ClusterError as exc:
+            unknown = exc.code == UNKNOWN_TOPIC_OR_PARTITION or exc.message.startswith("Unknown broker")
+            raise kafka_error(404 if unknown else 400, exc.code, exc.message) from None
+        return _json(
+            {
+                "topic": topic,
+                "partition": partition,
+                "leader": moved.leader,
+                "leader_epoch": moved.leader_epoch,
+                "replicas": list(moved.replicas),
+            }
+        )
+
+    # -- quotas ------------------------------------------------------------------
+    async def get_quotas(self, request: web.Request) -> web.Response:
+        query = _query(request, (*_DESCRIBE_KEYWORDS, "strict"))
+        components: dict[str, object] = {}
+        for entity_type, keyword in _DESCRIBE_KEYWORDS.items():
+            if entity_type in query:
+                components[keyword] = _match(query[entity_type])
+        strict = _query_bool(query, "strict")
+        found = self.cluster.quotas.describe(strict, **components)
+        return _json([_entity_values(entity, values) for entity, values in _sorted_entities(found)])
+
+    async def post_quotas(self, request: web.Request) -> web.Response:
+        body = await _body(request, ("entity", "set", "remove", "validate_only"))
+        entity = _entity(body.get("entity"))
+        changes = _set(body.get("set"))
+        remove = _remove(body.get("remove"))
+        validate_only = _bool(body, "validate_only")
+        await self.cluster.quotas.alter_async(entity, changes, remove, validate_only)
+        # Valid, so the components are known types: the entity's values now.
+        exact = {_DESCRIBE_KEYWORDS[t]: name for t, name in entity.items()}
+        values = self.cluster.quotas.describe(True, **exact).get(QuotaEntity(entity), {})
+        return _json({**_entity_values(QuotaEntity(entity), values), "validate_only": validate_only})
+
+    async def get_resolve(self, request: web.Request) -> web.Response:
+        query = _query(request, (USER, CLIENT_ID))
+        user = query.get(USER, "ANONYMOUS")
+        client_id = query.get(CLIENT_ID, "")
+        resolved = self.cluster.quotas.resolve(user, client_id)
+        return _json(
+            {
+                "user": user,
+                "client_id": client_id,
+                "quotas": {
+                    key: {
+                        "value": r.value,
+                        "entity": r.entity.to_json(),
+                        "overridden": [{"value": v, "entity": e.to_json()} for v, e in r.overridden],
+                    }
+                    for key, r in sorted(resolved.items())
+                },
+            }
+        )
+
+    # -- faults ------------------------------------------------------------------
+    async def get_faults(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        return _json([fault.to_dict() for fault in self.cluster.faults.list()])
+
+    async def post_fault(self, request: web.Request) -> web.Response:
+        body = await _body(
+            request,
+            (
+                "api_key",
+                "error_code",
+                "count",
+                "topic",
+                "partition",
+                "client_id",
+                "latency_ms",
+                "disconnect",
+                "broker",
+            ),
+        )
+        api_key = _int(body, "api_key")
+        try:
+            fault = self.cluster.faults.add(
+                api_key,
+                error_code=_opt_int(body, "error_code", 0) or 0,
+                count=_opt_int(body, "count"),
+                topic=_opt_str(body, "topic"),
+                partition=_opt_int(body, "partition"),
+                client_id=_opt_str(body, "client_id"),
+                latency_ms=_opt_int(body, "latency_ms", 0) or 0,
+                disconnect=_bool(body, "disconnect"),
+                broker=_opt_int(body, "broker"),
+            )
+        except ValueError as exc:
+            bad_request(str(exc))
+        return _json(fault.to_dict(), 201)
+
+    async def post_throttle(self, request: web.Request) -> web.Response:
+        body = await _body(request, ("client_id", "throttle_ms", "count", "api_key"))
+        client_id, throttle_ms = _str(body, "client_id"), _int(body, "throttle_ms")
+        try:
+            fault = self.cluster.faults.throttle(
+                client_id, throttle_ms, _opt_int(body, "count", 1), _opt_int(body, "api_key")
+            )
+        except ValueError as exc:
+            bad_request(str(exc))
+        return _json(fault.to_dict(), 201)
+
+    async def delete_faults(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        count = len(self.cluster.faults.list())
+        self.cluster.faults.clear()
+        return _json({"deleted": count})
+
+    async def delete_fault(self, request: web.Request) -> web.Response:
+        fault_id = _path_int(request, "fault_id", "fault")
+        if not self.cluster.faults.remove(fault_id):
+            not_found(f"Unknown fault {fault_id} (or it has run out of matches)")
+        return _json({"deleted": fault_id})
+
+    # -- recording, conformance, metrics -----------------------------------------
+    async def get_requests(self, request: web.Request) -> web.Response:
+        query = _query(request, ("api_key", "limit"))
+        limit = _query_int(query, "limit")
+        if limit is not None and limit < 0:
+            bad_request("limit must not be negative")
+        return _json(self.cluster.requests.list(api_key=_query_int(query, "api_key"), limit=limit))
+
+    async def delete_requests(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        self.cluster.requests.clear()
+        return _json({"deleted": True})
+
+    async def get_conformance(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        return _json(self.cluster.conformance.report())
+
+    async def get_metrics(self, request: web.Request) -> web.Response:
+        # Not JSON: Prometheus's text format, whatever the query (scrapers add their own).
+        return web.Response(
+            body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+
+# -- quota bodies ------------------------------------------------------------------
+
+
+def _match(value: str) -> object:
+    """A query value as a describe() match: a name, None (default) or ANY."""
+    if value == DEFAULT_NAME:
+        return None
+    return ANY if value == ANY_NAME else value
+
+
+def _entity(value: Any) -> dict[str, str | None]:
+    if not isinstance(value, dict):
+        bad_request(f'entity must be an object such as {{"user": "alice"}}, not {_json_type(value)}')
+    for entity_type, name in value.items():
+        if name is not None and not isinstance(name, str):
+            bad_request(
+                f"entity {entity_type}: a name (string) or null (the default), not {_json_type(name)}"
+            )
+    return value
+
+
+def _set(value: Any) -> dict[str, float]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        bad_request(f"set must be an object of quota keys to numbers, not {_json_type(value)}")
+    for key, number in value.items():
+        if isinstance(number, bool) or not isinstance(number, int | float):
+            bad_request(f"set {key}: the value must be a number, not {_json_type(number)}")
+        if not math.isfinite(number):
+            bad_request(f"set {key}: the value must be finite")
+    return {key: float(number) for key, number in value.items()}
+
+
+def _remove(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
+        bad_request("remove must be an array of quota keys")
+    return value
+
+
+def _entity_values(entity: QuotaEntity, values: dict[str, float]) -> dict[str, Any]:
+    return {"entity": entity.to_json(), "values": dict(sorted(values.items()))}
+
+
+def _sorted_entities(
+    found: dict[QuotaEntity, dict[str, float]],
+) -> list[tuple[QuotaEntity, dict[str, float]]]:
+    """A stable order, as kafka-configs lists them: user entities first, then by names
+    (defaults first)."""
+    return sorted(
+        found.items(),
+        key=lambda item: [(ENTITY_TYPES.index(t), n is not None, n or "") for t, n in item[0].items()],
+    )
+
+
+# -- Prometheus ----------------------------------------------------------------------
+
+QUOTA_GROUPS = ("Produce", "Fetch", "Request", "ControllerMutation")
+REQUEST_METRICS = "RequestMetrics"  # exported from throttle_stats instead, with the counts
+_HELP = {
+    "byte-rate": "Bytes per second measured for the quota entity (Kafka's byte-rate).",
+    "throttle-time": "Average throttle time in ms given to the quota entity (Kafka's throttle-time).",
+    "request-time": "Request handling time as a percentage of one thread (Kafka's request-time).",
+    "mutation-rate": "Controller mutations (partitions) per second (Kafka's mutation-rate).",
+    "tokens": "Tokens left in the controller mutation bucket (Kafka's tokens).",
+    "queue-size": "Connections currently throttled (muted) by this quota type (Kafka's queue-size).",
+    "exempt-request-time": "Request time of quota-exempt requests, percent of a thread.",
+    "connection-accept-rate": "Connections accepted per second from the ip.",
+    "ip-connection-accept-throttle-time": "Average throttle time of connections throttled by ip rate.",
+    "connection-count": "Open client connections.",
+}
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_INVALID = re.compile(r"[^a-zA-Z0-9_]")
+_RESERVED_LABELS = ("broker", "quota_type")
+
+
+def _snake(name: str) -> str:
+    """ThrottleTimeMs and byte-rate as throttle_time_ms and byte_rate."""
+    return _INVALID.sub("_", _CAMEL.sub("_", name)).lower()
+
+
+def _label(tag: str) -> str:
+    label = _snake(tag)
+    if not label or label[0].isdigit() or label.startswith("__") or label in _RESERVED_LABELS:
+        label = "tag_" + label
+    return label
+
+
+def metric_family_name(metric: Metric) -> str:
+    """Kafka's MBean naming flattened as the JMX exporter's rules do: kafka.server
+    type=Produce's byte-rate is kafka_server_quota_byte_rate{quota_type="Produce"}."""
+    if metric.group in QUOTA_GROUPS:
+        return f"kafka_server_quota_{_snake(metric.name)}"
+    if metric.group == "metrics-sink":
+        return f"kafka_mock_metrics_sink_{_snake(metric.name)}"
+    return f"kafka_server_{_snake(metric.group)}_{_snake(metric.name)}"
+
+
+class ClusterCollector(Collector):
+    """Prometheus's view of `cluster.metrics()` and each broker's request counters,
+    read at scrape time on the cluster's loop (gauges: Kafka's rates and averages are
+    already windowed)."""
+
+    def __init__(self, cluster: MockCluster) -> None:
+        self.cluster = cluster
+
+    def collect(self) -> Iterator[PromMetric]:
+        # One consistent snapshot, taken where the counters are written.
+        return iter(self.cluster.on_loop(lambda: list(self._collect())))
+
+    def _collect(self) -> Iterator[PromMetric]:
+        families: dict[str, PromMetric] = {}
+        for metric in self.cluster.metrics():
+            if metric.group == REQUEST_METRICS:
+                continue
+            name = metric_family_name(metric)
+            family = families.get(name)
+            if family is None:
+                help_text = _HELP.get(metric.name, f"Kafka metric {metric.name} of group {metric.group}.")
+                family = families[name] = PromMetric(name, help_text, "gauge")
+            labels = {_label(tag): value for tag, value in metric.tags.items()}
+            if metric.group in QUOTA_GROUPS:
+                labels["quota_type"] = metric.group
+            if metric.broker is not None:
+                labels["broker"] = str(metric.broker)
+            family.add_sample(name, labels, metric.value)
+        yield from families.values()
+        yield from self._request_metrics(self.cluster.brokers)
+
+    def _request_metrics(self, brokers: list[BrokerServer]) -> Iterator[PromMetric]:
+        labels = ["request", "broker"]
+        up = GaugeMetricFamily(
+            "kafka_mock_broker_up", "1 while the broker listens, 0 once stopped.", labels=["broker"]
+        )
+        requests = CounterMetricFamily(
+            "kafka_network_requests",
+            "Responses sent (or requests answered with none) per API.",
+            labels=labels,
+        )
+        throttle = CounterMetricFamily(
+            "kafka_network_request_throttle_time_ms", "Throttle time given per API, in ms.", labels=labels
+        )
+        mean = GaugeMetricFamily(
+            "kafka_network_request_throttle_time_ms_mean",
+            "Mean throttle time per request, in ms.",
+            labels=labels,
+        )
+        most = GaugeMetricFamily(
+            "kafka_network_request_throttle_time_ms_max", "Largest throttle time given, in ms.", labels=labels
+        )
+        for broker in brokers:
+            node = str(broker.node_id)
+            up.add_metric([node], 1.0 if broker.running else 0.0)
+            for api_key, (count, total, largest) in sorted(broker.throttle_stats.items()):
+                values = [api_name(api_key), node]
+                requests.add_metric(values, count)
+                throttle.add_metric(values, total)
+                mean.add_metric(values, total / count if count else 0.0)
+                most.add_metric(values, largest)
+        yield from (up, requests, throttle, mean, most)

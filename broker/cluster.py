@@ -223,6 +223,8 @@ class ClusterState:
             raise ClusterError(3, f"Unknown partition {topic}-{index}")
         if node_id not in self.brokers:
             raise ClusterError(42, f"Unknown broker {node_id}")
+        if not self.brokers[node_id].up:
+            raise ClusterError(8, f"Broker {node_id} is not available to lead {topic}-{index}")
         if partition.leader != node_id:
             others = [r for r in partition.replicas if r != node_id]
             partition.replicas = [node_id, *others[: len(partition.replicas) - 1]]

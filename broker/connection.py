@@ -350,6 +350,11 @@ class Connection(asyncio.Protocol):
     async def _finish(self, ctx: RequestContext, pending: Any) -> None:
         try:
             response = await pending
+        except Disconnect as exc:  # a delayed fault
+            log.info("closing %s: %s", self.describe(), exc)
+            self._record(ctx, None)
+            self.close()
+            return
         except Exception:
             log.exception("closing %s: handler for API key %d failed", self.describe(), ctx.api_key)
             self.close()

@@ -3,8 +3,8 @@ throttles, each a numbered rule that can be listed and removed.
 
 A rule matches requests by API key and optionally by broker, client id, topic and
 partition, for its next `count` matches (None: until removed). What it does, in order:
-close the connection unanswered (`disconnect`), delay the request (`latency_ms`),
-answer with `error_code` instead of handling. An error on an API with topics or
+delay the request (`latency_ms`), then close the connection unanswered (`disconnect`)
+or answer with `error_code` instead of handling. An error on an API with topics or
 resources (produce, fetch, metadata, create topics, ...) is given per entry: the entries
 the rule selects are taken out of the request, the broker handles the rest, and the
 selected ones are answered with the error, so a produce to partitions 0 and 1 with a
@@ -20,7 +20,7 @@ import builtins
 import functools
 import inspect
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 PRODUCE = 0
 METADATA = 3
+MAX_INT32 = 2**31 - 1
 Handler = Callable[[Any, Any], Any]
 OnLoop = Callable[[Callable[[], T]], T]
 
@@ -142,8 +143,11 @@ class FaultInjector:
     """The cluster's fault rules. Mutations run on the cluster's loop (`on_loop`), where
     requests read them."""
 
-    def __init__(self, on_loop: OnLoop[Any] | None = None) -> None:
+    def __init__(
+        self, on_loop: OnLoop[Any] | None = None, broker_ids: Callable[[], Collection[int]] | None = None
+    ) -> None:
         self._on_loop: OnLoop[Any] = on_loop or (lambda fn: fn())
+        self._broker_ids = broker_ids
         self._ids = itertools.count(1)
         self.request_faults: list[Fault] = []
         self.throttles: list[Fault] = []
@@ -162,18 +166,15 @@ class FaultInjector:
         broker: int | None = None,
     ) -> Fault:
         """Adds a request fault; ValueError when it could never act."""
-        from broker.handlers import HANDLERS
-
-        if api_key not in HANDLERS:
-            raise ValueError(f"api_key {api_key} is not an API this broker implements")
+        self._check_target(api_key, broker)
         if not -1 <= error_code <= 32767:
             raise ValueError(f"error_code {error_code} is not an int16 Kafka error code")
-        if latency_ms < 0:
-            raise ValueError("latency_ms must not be negative")
         if not (error_code or latency_ms or disconnect):
             raise ValueError("a fault needs error_code, latency_ms or disconnect")
         if disconnect and error_code:
             raise ValueError("disconnect closes the connection unanswered: no error_code with it")
+        if not 0 <= latency_ms <= MAX_INT32:
+            raise ValueError(f"latency_ms must be within 0..{MAX_INT32}")
         entries = topic is not None or partition is not None
         levels = [level for v in range(20) if (level := level_for(api_key, v)) is not None and level.topics]
         if entries and not levels:
@@ -193,10 +194,20 @@ class FaultInjector:
     ) -> Fault:
         """Forces throttle_time_ms on the next `count` responses to `client_id` (that
         carry a throttle time) and mutes the connection for it."""
-        if throttle_ms <= 0:
-            raise ValueError("throttle_ms must be positive")
+        if not 0 < throttle_ms <= MAX_INT32:
+            raise ValueError(f"throttle_ms must be within 1..{MAX_INT32} (an int32 on the wire)")
+        if api_key is not None:
+            self._check_target(api_key, None)
         fault = Fault(0, api_key, count=_checked_count(count), client_id=client_id, throttle_ms=throttle_ms)
         return self._on_loop(lambda: self._append(self.throttles, fault))
+
+    def _check_target(self, api_key: int, broker: int | None) -> None:
+        from broker.handlers import HANDLERS
+
+        if api_key not in HANDLERS:
+            raise ValueError(f"api_key {api_key} is not an API this broker implements")
+        if broker is not None and self._broker_ids is not None and broker not in self._broker_ids():
+            raise ValueError(f"broker {broker} is not a broker of this cluster")
 
     def list(self) -> list[Fault]:
         return self._on_loop(lambda: sorted(self.request_faults + self.throttles, key=lambda f: f.id))
@@ -250,8 +261,9 @@ class FaultInjector:
             self._fired(fault)
             ctx.fault_id = fault.id
             if fault.disconnect:
-                raise Disconnect(f"fault {fault.id} closes the connection on API key {ctx.api_key}")
-            answer = functools.partial(_answer, ctx, request, handler, fault, level, selected)
+                answer: Callable[[], Any] = functools.partial(_disconnect, fault, ctx.api_key)
+            else:
+                answer = functools.partial(_answer, ctx, request, handler, fault, level, selected)
             return _delayed(fault.latency_ms / 1000, answer) if fault.latency_ms else answer()
         return handler(ctx, request)
 
@@ -262,8 +274,13 @@ class FaultInjector:
                 response, "throttle_time_ms"
             ):
                 self._fired(fault)
+                ctx.fault_id = ctx.fault_id or fault.id
                 return fault.throttle_ms
         return 0
+
+
+def _disconnect(fault: Fault, api_key: int) -> None:
+    raise Disconnect(f"fault {fault.id} closes the connection on API key {api_key}")
 
 
 def _checked_count(count: int | None) -> int | None:

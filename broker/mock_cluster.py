@@ -11,9 +11,8 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from broker.admin_http import AdminServer
 from broker.authorizer import Authorizer
 from broker.cluster import ClusterError, ClusterState, Partition, Topic
 from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
@@ -30,6 +29,9 @@ from broker.server import BrokerServer
 from broker.tls import server_context
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
+
+if TYPE_CHECKING:
+    from broker.admin_http import AdminServer
 
 T = TypeVar("T")
 
@@ -98,7 +100,7 @@ class MockCluster:
             else None
         )
         # The harness's hooks (faults, recording, conformance), shared by every broker.
-        self.faults = FaultInjector(on_loop=self.on_loop)
+        self.faults = FaultInjector(self.on_loop, lambda: [broker.node_id for broker in self.brokers])
         self.requests = RequestRecorder(
             self.config.get_int("record.requests.max"),
             self.config.get_str("record.file") or None,
@@ -129,12 +131,18 @@ class MockCluster:
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> MockCluster:
         self._loop = asyncio.get_running_loop()
-        for broker in self.brokers:
-            await broker.start()
-        admin_port = self.config.get_int("admin.port")
-        if admin_port >= 0:
-            self.admin = AdminServer(self)
-            await self.admin.start("127.0.0.1", admin_port)
+        try:
+            for broker in self.brokers:
+                await broker.start()
+            admin_port = self.config.get_int("admin.port")
+            if admin_port >= 0:
+                from broker.admin_http import AdminServer  # aiohttp only when asked for
+
+                self.admin = AdminServer(self)
+                await self.admin.start("127.0.0.1", admin_port)
+        except BaseException:
+            await self.stop()  # nothing stays bound after a failed start
+            raise
         return self
 
     async def stop(self) -> None:

@@ -126,7 +126,7 @@ class RequestRecorder:
 
         def pick() -> list[Recorded]:
             found = [e for e in self._ring if api_key is None or e.api_key == api_key]
-            return found[-limit:] if limit is not None and limit >= 0 else found
+            return found[max(len(found) - limit, 0) :] if limit is not None else found
 
         return [as_dict(entry) for entry in self._on_loop(pick)]
 

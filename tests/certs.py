@@ -94,10 +94,16 @@ def make_certificates(directory: Path) -> Certificates:
     (directory / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
 
     def leaf(
-        stem: str, common_name: str, server: bool = False, issuer: x509.Name = ca_name, issuer_key: Any = ca_key
+        stem: str,
+        common_name: str,
+        server: bool = False,
+        issuer: x509.Name = ca_name,
+        issuer_key: Any = ca_key,
     ) -> Pem:
         key = ec.generate_private_key(ec.SECP256R1())
-        return _write(directory, stem, _issue(_name(common_name), key, issuer, issuer_key, server=server), key)
+        return _write(
+            directory, stem, _issue(_name(common_name), key, issuer, issuer_key, server=server), key
+        )
 
     other_key = ec.generate_private_key(ec.SECP256R1())
     other_name = _name("Other CA")

@@ -17,7 +17,7 @@ from kafka.protocol.producer import ProduceRequest
 from broker import MockCluster
 from broker.cluster import ClusterError
 from tests.conftest import FAST
-from tests.test_quota_enforcement_wire import Conn, batch, metadata_request
+from tests.test_quota_enforcement_wire import Conn, batch, closed_by_broker, metadata_request
 
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -370,14 +370,55 @@ def test_forced_throttle_reaches_only_its_client_id(sync_cluster: MockCluster) -
         ({"api_key": 0, "error_code": 6, "count": 0}, "at least 1"),
         ({"api_key": 12, "error_code": 6, "topic": "t"}, "has no topics"),
         ({"api_key": 3, "error_code": 6, "partition": 0}, "no partitions"),
-        ({"api_key": 0, "latency_ms": -1}, "negative"),
+        ({"api_key": 0, "latency_ms": -1}, "within"),
+        ({"api_key": 0, "error_code": 6, "broker": 7}, "not a broker"),
     ],
 )
 def test_faults_that_could_never_act_are_refused(kwargs: dict[str, Any], message: str) -> None:
     from broker.faults import FaultInjector
 
     with pytest.raises(ValueError, match=message):
-        FaultInjector().add(**kwargs)
+        FaultInjector(broker_ids=lambda: [0]).add(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"throttle_ms": 0}, "within"),
+        ({"throttle_ms": 2**31}, "int32"),
+        ({"throttle_ms": 5, "api_key": 999}, "not an API"),
+    ],
+)
+def test_throttles_outside_the_wire_range_are_refused(kwargs: dict[str, Any], message: str) -> None:
+    from broker.faults import FaultInjector
+
+    with pytest.raises(ValueError, match=message):
+        FaultInjector().throttle("c", **kwargs)
+
+
+def test_latency_then_disconnect_closes_late(sync_cluster: MockCluster) -> None:
+    """A broker that hangs, then drops the connection (a client's request timeout path)."""
+    fault = sync_cluster.faults.add(api_key=METADATA, latency_ms=300, disconnect=True, count=1)
+    with Conn(sync_cluster, "hung") as conn:
+        start = time.monotonic()
+        conn.send(metadata_request())
+        assert closed_by_broker(conn.sock) == b""
+        assert time.monotonic() - start >= 0.3
+    assert fault.fired == 1
+    [recorded] = [r for r in sync_cluster.requests.list(api_key=METADATA) if r["fault"] == fault.id]
+    assert recorded["response"] is None
+
+
+def test_a_leader_cannot_move_to_a_stopped_broker(cluster3: MockCluster) -> None:
+    cluster3.create_topic("t", replication_factor=1)
+    stopped = next(
+        b.node_id
+        for b in cluster3.brokers
+        if b.node_id != cluster3.describe()["topics"][0]["partitions"][0]["leader"]
+    )
+    cluster3.stop_broker(stopped)
+    with pytest.raises(ClusterError, match="not available"):
+        cluster3.move_leader("t", 0, stopped)
 
 
 def test_faults_are_listed_in_order_and_removed_by_id(sync_cluster: MockCluster) -> None:
@@ -387,3 +428,19 @@ def test_faults_are_listed_in_order_and_removed_by_id(sync_cluster: MockCluster)
     assert first.to_dict()["count"] == 3 and second.to_dict()["throttle_ms"] == 100
     assert sync_cluster.faults.remove(first.id) and not sync_cluster.faults.remove(first.id)
     assert [f.id for f in sync_cluster.faults.list()] == [second.id]
+
+
+def test_a_failed_start_leaves_nothing_listening() -> None:
+    """The admin port is taken: start fails, and the brokers it had started are closed."""
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    cluster = MockCluster(brokers=2, config={"admin.port": str(taken.getsockname()[1])})
+    try:
+        with pytest.raises(OSError), cluster:
+            pass
+        assert not any(broker.running for broker in cluster.brokers)
+    finally:
+        taken.close()

@@ -63,6 +63,7 @@ def test_the_ring_is_bounded_and_filtered_by_api_and_limit() -> None:
         assert [e["correlation_id"] for e in kept] == [3, 4, 5]
         assert [e["correlation_id"] for e in cluster.requests.list(api_key=METADATA, limit=2)] == [4, 5]
         assert cluster.requests.list(api_key=PRODUCE) == []
+        assert cluster.requests.list(limit=0) == []
         cluster.requests.clear()
         assert cluster.requests.list() == []
 
