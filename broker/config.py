@@ -94,7 +94,7 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     ),
     "super.users": ("", "list", "principals allowed everything: User:admin;User:ops"),
     "admin.port": ("-1", "int", "HTTP control plane on 127.0.0.1:PORT (0: a free port; -1: off)"),
-    "record.requests.max": ("1000", "int", "requests and responses kept in the recording ring (0: none)"),
+    "record.requests.max": ("256", "int", "requests and responses kept in the recording ring (0: none)"),
     "record.file": ("", "string", "append every request and response here as JSON lines (empty: off)"),
     "conformance.report.file": ("", "string", "write the conformance report here when the cluster stops"),
 }

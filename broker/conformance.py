@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import for_code
 
-from broker.metrics_sink import error_summary
+from broker.metrics_sink import error_fields
 from messages.registry import api_name
 
 if TYPE_CHECKING:
@@ -34,9 +34,12 @@ _INT = struct.Struct("i")
 
 
 def unread_bytes(connection: Connection) -> int | None:
-    """Bytes waiting in the connection's socket (FIONREAD); None when unknown."""
+    """Bytes waiting in the connection's socket (FIONREAD); None when unknown, as on TLS
+    listeners, whose transport goes on reading the socket while the connection is muted."""
     transport = connection.transport
-    sock = transport.get_extra_info("socket") if transport is not None else None
+    if transport is None or transport.get_extra_info("ssl_object") is not None:
+        return None
+    sock = transport.get_extra_info("socket")
     if sock is None:
         return None
     try:
@@ -138,12 +141,9 @@ class ConformanceTracker:
             client.throttled_responses += 1
 
     def _errors(self, client: ClientConformance, api_key: int, response: Any) -> None:
-        code, count = error_summary(response)
-        if count:
-            errors = client.errors.get(api_key)
-            if errors is None:
-                errors = client.errors[api_key] = Counter()
-            errors[code] += count
+        codes = error_codes(response)
+        if codes:
+            client.errors.setdefault(api_key, Counter()).update(codes)
 
     def throttle_checked(self, connection: Connection, violated: bool) -> None:
         client = self._client(connection)
@@ -162,12 +162,7 @@ class ConformanceTracker:
             return (spec.min_version, spec.max_version) if spec is not None else None
 
         def build() -> dict[str, Any]:
-            return {
-                "clients": [
-                    client.to_dict(advertised)
-                    for _, client in sorted(self.clients.items(), key=lambda item: item[0])
-                ]
-            }
+            return {"clients": [client.to_dict(advertised) for _, client in sorted(self.clients.items())]}
 
         result: dict[str, Any] = self._on_loop(build)
         return result
@@ -176,6 +171,25 @@ class ConformanceTracker:
         with open(path, "w", encoding="utf-8") as out:
             json.dump(self.report(), out, indent=2)
             out.write("\n")
+
+
+def error_codes(response: Any) -> Counter[int]:
+    """Every non-zero error code in a response, counted."""
+    found: Counter[int] = Counter()
+    pending = [response]
+    while pending:
+        item = pending.pop()
+        has_error, nested = error_fields(type(item))
+        code = item.error_code if has_error else 0
+        if code:
+            found[code] += 1
+        for name in nested:
+            value = getattr(item, name, None)
+            if isinstance(value, list):
+                pending.extend(value)
+            elif value is not None:
+                pending.append(value)
+    return found
 
 
 def unknown_tagged_fields(message: Any) -> list[str]:

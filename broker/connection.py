@@ -83,6 +83,7 @@ class Connection(asyncio.Protocol):
         self._muted = False
         self._unmute_handle: asyncio.TimerHandle | None = None
         self._throttle_check: asyncio.TimerHandle | None = None
+        self._tags_checked: set[tuple[int, int]] = set()  # (api key, version) walked for unknown tags
         self._muted_by: ClientQuotaManager | None = None
         self.admitted = False  # counted by the connection quotas (released on close)
         self.closed = False
@@ -226,9 +227,11 @@ class Connection(asyncio.Protocol):
             api_key, api_version, correlation_id = peek_header(frame)
             spec = HANDLERS.get(api_key)
             if spec is None:
+                self._peek_client_id(frame)
                 self.broker.conformance.oddity(self, f"API key {api_key} is not advertised")
                 raise MalformedRequest(f"unsupported API key {api_key}")
             if not spec.min_version <= api_version <= spec.max_version:
+                self._peek_client_id(frame)
                 self.broker.conformance.oddity(
                     self,
                     f"{api_name(api_key)} v{api_version} is outside the advertised "
@@ -249,7 +252,9 @@ class Connection(asyncio.Protocol):
             log.warning("closing %s: %s", self.describe(), exc)
             self.close()
             return
-        if flexible:
+        if flexible and (api_key, api_version) not in self._tags_checked:
+            # Once per API version and connection: the walk costs more than the decode.
+            self._tags_checked.add((api_key, api_version))
             for path in unknown_tagged_fields(header) + unknown_tagged_fields(request):
                 self.broker.conformance.oddity(self, f"unknown tagged field {path} in v{api_version}")
         self.client_id = header.client_id
@@ -275,9 +280,7 @@ class Connection(asyncio.Protocol):
             else:
                 result = spec.handler(ctx, request)
         except Disconnect as exc:
-            log.info("closing %s: %s", self.describe(), exc)
-            self._record(ctx, None)
-            self.close()
+            self._disconnect(ctx, exc)
             return
         except Exception:
             log.exception("closing %s: handler for API key %d failed", self.describe(), api_key)
@@ -290,6 +293,14 @@ class Connection(asyncio.Protocol):
             self._task = asyncio.get_running_loop().create_task(self._finish(ctx, result))
         else:
             self._respond(ctx, result)
+
+    def _peek_client_id(self, frame: memoryview) -> None:
+        """The client id of a request that will not be decoded (the conformance report
+        files its oddity under it); it sits where header v1 has it in v2 as well."""
+        try:
+            self.client_id = decode_header(frame, False)[0].client_id
+        except MalformedRequest:
+            pass
 
     def _handle_raw_token(self, sasl: SaslSession, token: memoryview) -> None:
         """After a SaslHandshake v0 the client sends bare SASL tokens and gets bare
@@ -351,9 +362,7 @@ class Connection(asyncio.Protocol):
         try:
             response = await pending
         except Disconnect as exc:  # a delayed fault
-            log.info("closing %s: %s", self.describe(), exc)
-            self._record(ctx, None)
-            self.close()
+            self._disconnect(ctx, exc)
             return
         except Exception:
             log.exception("closing %s: handler for API key %d failed", self.describe(), ctx.api_key)
@@ -388,6 +397,7 @@ class Connection(asyncio.Protocol):
         if response is not None:
             if ctx.throttle_ms:
                 response.throttle_time_ms = ctx.throttle_ms
+                ctx.encoded = None  # encoded before the throttle was known
             body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
             size = self._send(response, ctx.api_key, ctx.api_version, ctx.correlation_id, body)
             encode_ns = time.monotonic_ns() - done_ns
@@ -405,6 +415,11 @@ class Connection(asyncio.Protocol):
         if sink is not None:
             sink.add(request_row(ctx, response, size, handler_ns + encode_ns, done_ns))
         self._record(ctx, response)
+
+    def _disconnect(self, ctx: RequestContext, fault: Disconnect) -> None:
+        log.info("closing %s: %s", self.describe(), fault)
+        self._record(ctx, None)
+        self.close()
 
     def _record(self, ctx: RequestContext, response: Any) -> None:
         """The harness's view of the request: the recording ring and the conformance report."""

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 PRODUCE = 0
 METADATA = 3
+API_VERSIONS = 18
 MAX_INT32 = 2**31 - 1
 Handler = Callable[[Any, Any], Any]
 OnLoop = Callable[[Callable[[], T]], T]
@@ -133,11 +134,6 @@ class Fault:
             and (self.client_id is None or self.client_id == client_id)
         )
 
-    def _wants(self, topic: str | None, partition: int | None) -> bool:
-        return (self.topic is None or self.topic == topic) and (
-            self.partition is None or partition is None or self.partition == partition
-        )
-
 
 class FaultInjector:
     """The cluster's fault rules. Mutations run on the cluster's loop (`on_loop`), where
@@ -166,6 +162,8 @@ class FaultInjector:
         broker: int | None = None,
     ) -> Fault:
         """Adds a request fault; ValueError when it could never act."""
+        from broker.handlers import HANDLERS
+
         self._check_target(api_key, broker)
         if not -1 <= error_code <= 32767:
             raise ValueError(f"error_code {error_code} is not an int16 Kafka error code")
@@ -176,7 +174,12 @@ class FaultInjector:
         if not 0 <= latency_ms <= MAX_INT32:
             raise ValueError(f"latency_ms must be within 0..{MAX_INT32}")
         entries = topic is not None or partition is not None
-        levels = [level for v in range(20) if (level := level_for(api_key, v)) is not None and level.topics]
+        spec = HANDLERS[api_key]
+        levels = [
+            level
+            for version in range(spec.min_version, spec.max_version + 1)
+            if (level := level_for(api_key, version)) is not None and level.topics
+        ]
         if entries and not levels:
             raise ValueError(f"api_key {api_key} has no topics: topic and partition filters cannot match")
         if partition is not None and not any(level.inner for level in levels):
@@ -264,7 +267,7 @@ class FaultInjector:
                 answer: Callable[[], Any] = functools.partial(_disconnect, fault, ctx.api_key)
             else:
                 answer = functools.partial(_answer, ctx, request, handler, fault, level, selected)
-            return _delayed(fault.latency_ms / 1000, answer) if fault.latency_ms else answer()
+            return _delayed(ctx, fault.latency_ms / 1000, answer) if fault.latency_ms else answer()
         return handler(ctx, request)
 
     def forced_throttle_ms(self, ctx: RequestContext, response: Any) -> int:
@@ -289,8 +292,20 @@ def _checked_count(count: int | None) -> int | None:
     return count
 
 
-async def _delayed(delay_s: float, answer: Callable[[], Any]) -> Any:
-    await asyncio.sleep(delay_s)
+async def _delayed(ctx: RequestContext, delay_s: float, answer: Callable[[], Any]) -> Any:
+    """`answer()` after the delay, or at once when the broker stops (no grace period
+    is spent waiting for an injected delay)."""
+    woken = asyncio.get_running_loop().create_future()
+
+    def wake() -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    ctx.broker.stop_listeners.add(wake)
+    try:
+        await asyncio.wait([woken], timeout=delay_s)
+    finally:
+        ctx.broker.stop_listeners.discard(wake)
     result = answer()
     return await result if inspect.iscoroutine(result) else result
 
@@ -359,23 +374,32 @@ def _answer(
     if not fault.error_code:
         return handler(ctx, request)
     if level is None:
+        if ctx.api_key == API_VERSIONS:
+            ctx.api_version = 0  # an ApiVersions error is answered in v0, as KIP-511 has it
         if not _has_field(ctx.response(), "error_code"):
             raise Disconnect(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
         return ctx.response(error_code=fault.error_code)
-    if ctx.api_key == PRODUCE and request.acks == 0:
-        return None  # nothing is appended and nothing answered
     rest = _without(ctx, level, request, selected)
-    if rest is None:
-        return _add_errors(ctx.response(), level, selected, fault.error_code)
-    result = handler(ctx, rest)
+    result = handler(ctx, rest) if rest is not None else ctx.response()
     if inspect.iscoroutine(result):
-        return _errors_after(result, level, selected, fault.error_code)
-    return _add_errors(result, level, selected, fault.error_code) if result is not None else None
+        return _errors_after(ctx, result, level, selected, fault.error_code)
+    return _with_errors(ctx, result, level, selected, fault.error_code)
 
 
-async def _errors_after(pending: Any, level: Level, selected: Selection, code: int) -> Any:
-    response = await pending
-    return _add_errors(response, level, selected, code) if response is not None else None
+async def _errors_after(
+    ctx: RequestContext, pending: Any, level: Level, selected: Selection, code: int
+) -> Any:
+    return _with_errors(ctx, await pending, level, selected, code)
+
+
+def _with_errors(ctx: RequestContext, response: Any, level: Level, selected: Selection, code: int) -> Any:
+    """The handler's response with the selected entries' errors added. None stays None:
+    an acks=0 produce is not answered, its selected entries are just not appended."""
+    if response is None or (ctx.api_key == PRODUCE and ctx.request.acks == 0):
+        return None
+    ctx.encoded = None  # a body the handler encoded lacks these entries
+    ctx.error_code = None  # the metrics row and the report count them from the response
+    return _add_errors(response, level, selected, code)
 
 
 def _without(ctx: RequestContext, level: Level, request: Any, selected: Selection) -> Any:
@@ -463,19 +487,24 @@ def _mirror(entry_class: Any, level: Level, entry: Any, code: int) -> Any:
     fields = entry_class.fields
     if "error_code" in fields:
         answer.error_code = code
-    for name in (
-        "base_offset",
-        "log_append_time_ms",
-        "log_start_offset",
-        "high_watermark",
-        "last_stable_offset",
-    ):
-        if name in fields:
-            setattr(answer, name, -1)
-    for name in ("offset", "committed_offset"):
+    for name in _UNKNOWN_AS_MINUS_ONE:
         if name in fields:
             setattr(answer, name, -1)
     return answer
+
+
+# Offsets, watermarks and coordinators an error entry does not know, as Kafka sends them.
+_UNKNOWN_AS_MINUS_ONE = (
+    "base_offset",
+    "log_append_time_ms",
+    "log_start_offset",
+    "high_watermark",
+    "last_stable_offset",
+    "offset",
+    "committed_offset",
+    "node_id",
+    "port",
+)
 
 
 def _plain(item: Any, target: Any) -> dict[str, Any]:

@@ -247,7 +247,7 @@ def error_summary(response: Any) -> tuple[int, int]:
     queue: deque[Any] = deque([response])
     while queue:
         item = queue.popleft()
-        has_error, nested = _error_fields(type(item))
+        has_error, nested = error_fields(type(item))
         if has_error:
             code = getattr(item, "error_code", 0) or 0
             if code:
@@ -262,7 +262,7 @@ def error_summary(response: Any) -> tuple[int, int]:
     return first, count
 
 
-def _error_fields(cls: type) -> tuple[bool, tuple[str, ...]]:
+def error_fields(cls: type) -> tuple[bool, tuple[str, ...]]:
     """Whether a message class has error_code, and its struct (array) fields; cached."""
     found = _ERROR_FIELDS.get(cls)
     if found is None:

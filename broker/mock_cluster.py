@@ -179,6 +179,7 @@ class MockCluster:
                 loop.run_until_complete(self.start())
             except BaseException as exc:  # report start failures to the caller
                 ready.set_exception(exc)
+                loop.close()
                 return
             ready.set_result(None)
             loop.run_forever()

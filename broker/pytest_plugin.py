@@ -5,7 +5,8 @@
   class or its module (`pytestmark`); the closest marker wins.
 - `kafka_cluster_session`: one cluster for the whole session, shaped by the ini options
   `kafka_cluster_brokers` and `kafka_cluster_config` (`key=value` lines). Faults injected
-  into it are cleared after every test, so they never leak into the next one.
+  into it are cleared and stopped brokers started again after every test, so they never
+  leak into the next one.
 
 Servers bind free ports on 127.0.0.1 and stop when their fixture ends. This module is
 loaded by every pytest run in an environment where the broker is installed, so it imports
@@ -140,6 +141,9 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
     if cluster is not None:
         try:
             cluster.faults.clear()
+            for broker in cluster.brokers:  # a broker a test stopped is back for the next
+                if not broker.running:
+                    cluster.start_broker(broker.node_id)
         except Exception as exc:
             failure = exc
     yield

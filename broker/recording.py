@@ -55,9 +55,29 @@ def to_json_value(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serializable")
 
 
+# Secrets left out of recordings: (api key, "request"|"response", field path).
+REDACTED = "<redacted>"
+_SECRETS = {
+    36: (("request", "auth_bytes"), ("response", "auth_bytes")),  # SaslAuthenticate: passwords, proofs
+    51: (("request", "upsertions", "salt"), ("request", "upsertions", "salted_password")),
+}
+
+
+def _redact(api_key: int, found: dict[str, Any]) -> dict[str, Any]:
+    for path in _SECRETS.get(api_key, ()):
+        part, *fields = path
+        items: list[Any] = [found.get(part)]
+        for name in fields[:-1]:
+            items = [sub for item in items if isinstance(item, dict) for sub in item.get(name) or ()]
+        for item in items:
+            if isinstance(item, dict) and item.get(fields[-1]) is not None:
+                item[fields[-1]] = REDACTED
+    return found
+
+
 def as_dict(entry: Recorded) -> dict[str, Any]:
     header = entry.header
-    return {
+    found = {
         "time_ms": entry.time_ms,
         "broker": entry.broker,
         "connection": entry.connection,
@@ -75,6 +95,7 @@ def as_dict(entry: Recorded) -> dict[str, Any]:
         "throttle_time_ms": entry.throttle_time_ms,
         "fault": entry.fault,
     }
+    return _redact(entry.api_key, found)
 
 
 class RequestRecorder:
@@ -93,6 +114,7 @@ class RequestRecorder:
         self.path = path
         self._unwritten: list[Recorded] = []
         self._writer: asyncio.Task[None] | None = None
+        self._closing = asyncio.Event()
         if path is not None:
             open(path, "w").close()  # a run's recording starts empty, and a bad path fails at start
 
@@ -134,26 +156,24 @@ class RequestRecorder:
         self._on_loop(self._ring.clear)
 
     async def _write_soon(self) -> None:
+        """The one writer: waits a moment so that lines go out in batches, then writes
+        until nothing is left (in an executor: no file I/O on the loop)."""
         try:
-            await asyncio.sleep(FLUSH_INTERVAL_S)
+            try:
+                await asyncio.wait_for(self._closing.wait(), FLUSH_INTERVAL_S)
+            except TimeoutError:
+                pass
+            while self._unwritten and self.path is not None:
+                entries, self._unwritten = self._unwritten, []
+                await asyncio.get_running_loop().run_in_executor(None, _append_lines, self.path, entries)
         finally:
             self._writer = None
-            await self.flush()
-
-    async def flush(self) -> None:
-        """Writes what is not on disk yet (in an executor: no file I/O on the loop)."""
-        entries, self._unwritten = self._unwritten, []
-        if entries and self.path is not None:
-            await asyncio.get_running_loop().run_in_executor(None, _append_lines, self.path, entries)
 
     async def close(self) -> None:
+        """Returns once every recorded request is in the file."""
+        self._closing.set()
         if self._writer is not None:
-            self._writer.cancel()  # its finally-block flushes
-            try:
-                await self._writer
-            except asyncio.CancelledError:
-                pass
-        await self.flush()
+            await self._writer
 
 
 def _append_lines(path: str, entries: Iterable[Recorded]) -> None:

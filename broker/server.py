@@ -119,13 +119,19 @@ class BrokerServer:
         for endpoint in self.listeners:
             # A restarted broker takes back the ports it had, where its clients look for it.
             bound = self.bound.get(endpoint.listener)
-            server = await loop.create_server(
-                lambda listener=endpoint.listener: Connection(self, listener),
-                endpoint.host or None,
-                bound.port if bound is not None else endpoint.port,
-                reuse_address=True,
-                ssl=server_context(self.config, endpoint.listener),
-            )
+            try:
+                server = await loop.create_server(
+                    lambda listener=endpoint.listener: Connection(self, listener),
+                    endpoint.host or None,
+                    bound.port if bound is not None else endpoint.port,
+                    reuse_address=True,
+                    ssl=server_context(self.config, endpoint.listener),
+                )
+            except BaseException:
+                for opened in self._servers:  # all listeners or none
+                    opened.close()
+                self._servers.clear()
+                raise
             port = server.sockets[0].getsockname()[1]
             self.bound[endpoint.listener] = Endpoint(endpoint.listener, endpoint.host, port)
             self._servers.append(server)

@@ -515,7 +515,10 @@ async def test_bad_requests_are_json_errors_and_the_broker_keeps_serving(
         "wrong type": ({"api_key": "0", "error_code": 1}, "api_key must be an integer, not a string"),
         "bool as int": ({"api_key": 0, "error_code": True}, "error_code must be an integer, not a boolean"),
         "typo": ({"api_key": 0, "error_code": 1, "partiton": 0}, "unknown field(s) partiton"),
-        "unknown broker": ({"api_key": 0, "error_code": 1, "broker": 9}, "broker 9 is not a broker of this cluster"),
+        "unknown broker": (
+            {"api_key": 0, "error_code": 1, "broker": 9},
+            "broker 9 is not a broker of this cluster",
+        ),
         "negative count": ({"api_key": 0, "error_code": 1, "count": 0}, "count must be at least 1"),
         "beyond int32": (
             {"api_key": 0, "latency_ms": 2**31},

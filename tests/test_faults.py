@@ -444,3 +444,57 @@ def test_a_failed_start_leaves_nothing_listening() -> None:
         assert not any(broker.running for broker in cluster.brokers)
     finally:
         taken.close()
+
+
+def test_fetch_faults_and_forced_throttles_reach_the_wire_under_a_fetch_quota(
+    sync_cluster: MockCluster,
+) -> None:
+    """A fetch under consumer_byte_rate is encoded early to measure it; a fault's error
+    entries and a forced throttle must still be in what is sent."""
+    from tests.test_quota_enforcement_wire import fetch_request
+
+    sync_cluster.create_topic("quoted", partitions=1)
+    sync_cluster.quotas.alter({"client-id": "fetcher"}, set={"consumer_byte_rate": 10**9})
+    sync_cluster.faults.add(
+        api_key=1, error_code=NOT_LEADER_OR_FOLLOWER, topic="quoted", partition=0, count=1
+    )
+    with Conn(sync_cluster, "fetcher") as conn:
+        response = conn.call(fetch_request("quoted", 0))
+        assert [(p.partition_index, p.error_code) for t in response.responses for p in t.partitions] == [
+            (0, NOT_LEADER_OR_FOLLOWER)
+        ]
+        sync_cluster.faults.throttle("fetcher", 200, count=1)
+        assert conn.call(fetch_request("quoted", 0)).throttle_time_ms == 200
+
+
+def test_acks_0_produce_with_a_partition_filter_still_appends_the_rest(sync_cluster: MockCluster) -> None:
+    sync_cluster.create_topic("half", partitions=2)
+    sync_cluster.faults.add(
+        api_key=PRODUCE, error_code=NOT_LEADER_OR_FOLLOWER, topic="half", partition=0, count=1
+    )
+    data = [
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=batch([b"p%d" % i]))
+        for i in (0, 1)
+    ]
+    with Conn(sync_cluster, "fire-and-forget") as conn:
+        conn.send(
+            ProduceRequest[9](
+                transactional_id=None,
+                acks=0,
+                timeout_ms=5000,
+                topic_data=[ProduceRequest.TopicProduceData(name="half", partition_data=data)],
+            )
+        )
+        assert conn.call(metadata_request()).brokers
+    assert [partition_end(sync_cluster, "half", i) for i in (0, 1)] == [0, 1]
+
+
+def test_an_api_versions_error_is_answered_in_v0(sync_cluster: MockCluster) -> None:
+    """KIP-511: whatever version was asked, an ApiVersions error comes back in v0."""
+    from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
+
+    sync_cluster.faults.add(api_key=18, error_code=35, count=1)
+    with Conn(sync_cluster, "versions") as conn:
+        conn.send(ApiVersionsRequest[3](client_software_name="x", client_software_version="1"))
+        _, frame = conn.receive_frame()
+    assert ApiVersionsResponse[0].decode(frame, version=0, header=True).error_code == 35

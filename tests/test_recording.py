@@ -86,3 +86,25 @@ def test_record_file_has_one_json_line_per_request_with_bytes_as_base64(tmp_path
     records = produced["request"]["topic_data"][0]["partition_data"][0]["records"]
     assert values_in(base64.b64decode(records)) == [b"on disk"]
     assert produced["response"]["responses"][0]["partition_responses"][0]["base_offset"] == 0
+
+
+def test_the_file_has_every_request_in_order_once_the_cluster_stops(tmp_path: Path) -> None:
+    path = tmp_path / "requests.jsonl"
+    with MockCluster(config={**FAST, "record.file": str(path)}) as cluster:
+        with Conn(cluster, "many") as conn:
+            for _ in range(300):
+                conn.call(metadata_request())
+    ids = [json.loads(line)["correlation_id"] for line in path.read_text().splitlines()]
+    assert ids == list(range(1, 301))
+
+
+def test_sasl_secrets_are_redacted(tmp_path: Path) -> None:
+    from tests.test_sasl import kafka_python_config, sasl_config
+
+    with MockCluster(config={**FAST, **sasl_config(tmp_path)}) as cluster:
+        producer = KafkaProducer(**kafka_python_config(cluster, "PLAIN", "alice", "alice-secret"))
+        producer.send("secretive", b"x").get(timeout=10)
+        producer.close()
+        logins = cluster.requests.list(api_key=36)  # one per connection
+    assert logins and all(login["request"]["auth_bytes"] == "<redacted>" for login in logins)
+    assert "alice-secret" not in json.dumps(cluster.requests.list(), default=str)
