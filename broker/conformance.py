@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import for_code
 
-from broker.metrics_sink import error_fields
+from broker.metrics_sink import error_codes
 from messages.registry import api_name
 
 if TYPE_CHECKING:
@@ -171,25 +171,6 @@ class ConformanceTracker:
         with open(path, "w", encoding="utf-8") as out:
             json.dump(self.report(), out, indent=2)
             out.write("\n")
-
-
-def error_codes(response: Any) -> Counter[int]:
-    """Every non-zero error code in a response, counted."""
-    found: Counter[int] = Counter()
-    pending = [response]
-    while pending:
-        item = pending.pop()
-        has_error, nested = error_fields(type(item))
-        code = item.error_code if has_error else 0
-        if code:
-            found[code] += 1
-        for name in nested:
-            value = getattr(item, name, None)
-            if isinstance(value, list):
-                pending.extend(value)
-            elif value is not None:
-                pending.append(value)
-    return found
 
 
 def unknown_tagged_fields(message: Any) -> list[str]:

@@ -18,7 +18,7 @@ import itertools
 import logging
 import os
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -241,25 +241,29 @@ def request_row(
 
 
 def error_summary(response: Any) -> tuple[int, int]:
-    """(the top-level error code, else the first non-zero one; how many are non-zero),
-    walking the response's nested structs breadth first."""
-    first = count = 0
+    """(the top-level error code, else the first non-zero one; how many are non-zero)."""
+    codes = error_codes(response)
+    return next(iter(codes), 0), sum(codes.values())
+
+
+def error_codes(response: Any) -> Counter[int]:
+    """Every non-zero error code in a response, counted, in the order first met walking
+    its nested structs breadth first (so the top-level one comes first)."""
+    found: Counter[int] = Counter()
     queue: deque[Any] = deque([response])
     while queue:
         item = queue.popleft()
         has_error, nested = error_fields(type(item))
-        if has_error:
-            code = getattr(item, "error_code", 0) or 0
-            if code:
-                count += 1
-                first = first or code
+        code = item.error_code if has_error else 0
+        if code:
+            found[code] += 1
         for field in nested:
             value = getattr(item, field, None)
             if isinstance(value, list):
                 queue.extend(value)
             elif value is not None:
                 queue.append(value)
-    return first, count
+    return found
 
 
 def error_fields(cls: type) -> tuple[bool, tuple[str, ...]]:
