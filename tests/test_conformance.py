@@ -210,26 +210,13 @@ def test_conformance_report_file_is_written_when_the_cluster_stops(tmp_path: Pat
 def test_injected_errors_beside_handled_entries_are_counted_each() -> None:
     """A produce to two partitions, one failed by a fault: the report counts that error
     although the broker handled the other partition."""
-    from kafka.protocol.producer import ProduceRequest
-
-    from tests.test_quota_enforcement_wire import batch
+    from tests.test_faults import produce_to
 
     with MockCluster(config=FAST) as cluster:
         cluster.create_topic("pair", partitions=2)
         cluster.faults.add(api_key=PRODUCE, error_code=6, topic="pair", partition=0, count=1)
-        data = [
-            ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=batch([b"x"]))
-            for i in (0, 1)
-        ]
         with raw_client(cluster, "half-failed") as conn:
-            conn.call(
-                ProduceRequest[9](
-                    transactional_id=None,
-                    acks=1,
-                    timeout_ms=5000,
-                    topic_data=[ProduceRequest.TopicProduceData(name="pair", partition_data=data)],
-                )
-            )
+            conn.call(produce_to("pair", (0, 1)))
         report = cluster.conformance.report()
     assert [(e["api"], e["error_code"], e["count"]) for e in client(report, "half-failed")["errors"]] == [
         ("Produce", 6, 1)

@@ -69,6 +69,20 @@ def produce(producer: Producer, topic: str, values: list[bytes], **kwargs: Any) 
     return reports
 
 
+def produce_to(topic: str, partitions: tuple[int, ...], acks: int = 1) -> Any:
+    """One raw ProduceRequest v9 with a batch (value b"p<index>") for each partition."""
+    data = [
+        ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=batch([b"p%d" % i]))
+        for i in partitions
+    ]
+    return ProduceRequest[9](
+        transactional_id=None,
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[ProduceRequest.TopicProduceData(name=topic, partition_data=data)],
+    )
+
+
 def partition_end(cluster: MockCluster, topic: str, index: int) -> int:
     return cluster.on_loop(lambda: cluster.state.topics[topic].partitions[index].log.high_watermark)
 
@@ -114,18 +128,8 @@ def test_partition_filter_fails_only_that_partition_and_handles_the_rest(sync_cl
     fault = sync_cluster.faults.add(
         api_key=PRODUCE, error_code=NOT_LEADER_OR_FOLLOWER, topic="pair", partition=0
     )
-    data = [
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=batch([b"p%d" % i]))
-        for i in (0, 1)
-    ]
-    request = ProduceRequest[9](
-        transactional_id=None,
-        acks=1,
-        timeout_ms=5000,
-        topic_data=[ProduceRequest.TopicProduceData(name="pair", partition_data=data)],
-    )
     with Conn(sync_cluster, "filtered") as conn:
-        response = conn.call(request)
+        response = conn.call(produce_to("pair", (0, 1)))
     errors = {p.index: p.error_code for t in response.responses for p in t.partition_responses}
     assert errors == {0: NOT_LEADER_OR_FOLLOWER, 1: 0}
     assert [partition_end(sync_cluster, "pair", i) for i in (0, 1)] == [0, 1]
@@ -174,20 +178,7 @@ def test_acks_0_produce_with_an_error_fault_appends_nothing(sync_cluster: MockCl
     sync_cluster.create_topic("quiet")
     sync_cluster.faults.add(api_key=PRODUCE, error_code=NOT_LEADER_OR_FOLLOWER, count=1)
     with Conn(sync_cluster, "silent") as conn:
-        request = ProduceRequest[9](
-            transactional_id=None,
-            acks=0,
-            timeout_ms=5000,
-            topic_data=[
-                ProduceRequest.TopicProduceData(
-                    name="quiet",
-                    partition_data=[
-                        ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch([b"x"]))
-                    ],
-                )
-            ],
-        )
-        conn.send(request)
+        conn.send(produce_to("quiet", (0,), acks=0))
         assert conn.call(metadata_request()).brokers  # the connection still works
     assert partition_end(sync_cluster, "quiet", 0) == 0
 
@@ -218,23 +209,7 @@ def test_latency_with_an_error_answers_the_error_late() -> None:
         cluster.faults.add(api_key=PRODUCE, error_code=UNKNOWN_TOPIC_OR_PARTITION, latency_ms=300, count=1)
         with Conn(cluster, "late") as conn:
             start = time.monotonic()
-            response = conn.call(
-                ProduceRequest[9](
-                    transactional_id=None,
-                    acks=1,
-                    timeout_ms=5000,
-                    topic_data=[
-                        ProduceRequest.TopicProduceData(
-                            name="t",
-                            partition_data=[
-                                ProduceRequest.TopicProduceData.PartitionProduceData(
-                                    index=0, records=batch([b"x"])
-                                )
-                            ],
-                        )
-                    ],
-                )
-            )
+            response = conn.call(produce_to("t", (0,)))
             assert time.monotonic() - start >= 0.3
         assert response.responses[0].partition_responses[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
 
@@ -472,19 +447,8 @@ def test_acks_0_produce_with_a_partition_filter_still_appends_the_rest(sync_clus
     sync_cluster.faults.add(
         api_key=PRODUCE, error_code=NOT_LEADER_OR_FOLLOWER, topic="half", partition=0, count=1
     )
-    data = [
-        ProduceRequest.TopicProduceData.PartitionProduceData(index=i, records=batch([b"p%d" % i]))
-        for i in (0, 1)
-    ]
     with Conn(sync_cluster, "fire-and-forget") as conn:
-        conn.send(
-            ProduceRequest[9](
-                transactional_id=None,
-                acks=0,
-                timeout_ms=5000,
-                topic_data=[ProduceRequest.TopicProduceData(name="half", partition_data=data)],
-            )
-        )
+        conn.send(produce_to("half", (0, 1), acks=0))
         assert conn.call(metadata_request()).brokers
     assert [partition_end(sync_cluster, "half", i) for i in (0, 1)] == [0, 1]
 
