@@ -8,7 +8,7 @@ import logging
 import signal
 import sys
 
-from broker.config import load_properties
+from broker.config.broker_config import load_properties
 from broker.mock_cluster import MockCluster, new_event_loop
 
 log = logging.getLogger("broker")

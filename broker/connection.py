@@ -18,14 +18,14 @@ from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from broker import throttling
-from broker.conformance import unknown_tagged_fields, unread_bytes
 from broker.context import RequestContext
-from broker.faults import Disconnect
 from broker.handlers import HANDLERS, api_versions
-from broker.metrics_sink import request_row
-from broker.sasl import IllegalSaslState, SaslSession, new_session
-from broker.scram import SaslAuthenticationError
-from broker.tls import peer_principal
+from broker.harness.conformance import unknown_tagged_fields, unread_bytes
+from broker.harness.faults import Disconnect
+from broker.harness.metrics_sink import request_row
+from broker.security.sasl import IllegalSaslState, SaslSession, new_session
+from broker.security.scram import SaslAuthenticationError
+from broker.security.tls import peer_principal
 from messages.registry import api_name
 from protocol.headers import (
     MalformedRequest,

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from messages.registry import response_class
 
 if TYPE_CHECKING:
-    from broker.cluster import ClusterState
-    from broker.config import BrokerConfig
+    from broker.config.broker_config import BrokerConfig
     from broker.connection import Connection
-    from broker.groups import GroupCoordinator
     from broker.server import BrokerServer
+    from broker.state.cluster import ClusterState
+    from broker.state.groups import GroupCoordinator
     from quotas.manager import ClientQuotaManager, ClientSensors
 
 

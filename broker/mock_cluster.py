@@ -13,25 +13,25 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from broker.authorizer import Authorizer
-from broker.cluster import ClusterError, ClusterState, Partition, Topic
-from broker.config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
-from broker.conformance import ConformanceTracker
-from broker.credentials import CredentialStore
-from broker.dynamic_config import DynamicConfigStore, SqliteConfigStorage
-from broker.faults import FaultInjector
-from broker.groups import GroupCoordinator
-from broker.metrics_sink import MetricsSink
+from broker.config.broker_config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
+from broker.config.dynamic import DynamicConfigStore, SqliteConfigStorage
+from broker.harness.conformance import ConformanceTracker
+from broker.harness.faults import FaultInjector
+from broker.harness.metrics_sink import MetricsSink
+from broker.harness.recording import RequestRecorder
 from broker.quota_admin import QuotaAdmin
-from broker.recording import RequestRecorder
-from broker.sasl import enabled_mechanisms
+from broker.security.authorizer import Authorizer
+from broker.security.credentials import CredentialStore
+from broker.security.sasl import enabled_mechanisms
+from broker.security.tls import server_context
 from broker.server import BrokerServer
-from broker.tls import server_context
+from broker.state.cluster import ClusterError, ClusterState, Partition, Topic
+from broker.state.groups import GroupCoordinator
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
 
 if TYPE_CHECKING:
-    from broker.admin_http import AdminServer
+    from broker.harness.admin_http import AdminServer
 
 T = TypeVar("T")
 
@@ -136,7 +136,7 @@ class MockCluster:
                 await broker.start()
             admin_port = self.config.get_int("admin.port")
             if admin_port >= 0:
-                from broker.admin_http import AdminServer  # aiohttp only when asked for
+                from broker.harness.admin_http import AdminServer  # aiohttp only when asked for
 
                 self.admin = AdminServer(self)
                 await self.admin.start("127.0.0.1", admin_port)

@@ -9,14 +9,15 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from broker.cluster import BrokerNode, ClusterState
-from broker.config import BrokerConfig, Endpoint
-from broker.conformance import ConformanceTracker
+from broker.config.broker_config import BrokerConfig, Endpoint
+from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import Connection
-from broker.dynamic_config import ConfigListener, ConfigValidator
-from broker.faults import FaultInjector
-from broker.recording import RequestRecorder
-from broker.sasl import enabled_mechanisms
+from broker.harness.conformance import ConformanceTracker
+from broker.harness.faults import FaultInjector
+from broker.harness.recording import RequestRecorder
+from broker.security.sasl import enabled_mechanisms
+from broker.security.tls import server_context
+from broker.state.cluster import BrokerNode, ClusterState
 from broker.throttling import (
     build_quota_managers,
     callback_configs,
@@ -24,19 +25,18 @@ from broker.throttling import (
     now_ms,
     per_ip_overrides,
 )
-from broker.tls import server_context
 from messages.registry import api_name
 from quotas.callback import CALLBACK_CONFIG, CallbackError, load_callback
 from quotas.connections import normalize_ip
 from quotas.sensor import Metric
 
 if TYPE_CHECKING:
-    from broker.authorizer import Authorizer
-    from broker.credentials import CredentialStore
-    from broker.dynamic_config import DynamicConfigStore
-    from broker.groups import GroupCoordinator
-    from broker.metrics_sink import MetricsSink
+    from broker.config.dynamic import DynamicConfigStore
+    from broker.harness.metrics_sink import MetricsSink
     from broker.quota_admin import QuotaAdmin
+    from broker.security.authorizer import Authorizer
+    from broker.security.credentials import CredentialStore
+    from broker.state.groups import GroupCoordinator
 
 log = logging.getLogger("broker.server")
 CONNECTION_LIMITS = frozenset(

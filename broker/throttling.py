@@ -13,8 +13,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from broker.cluster import Charge
-from broker.config import DEFAULTS, BrokerConfig
+from broker.config.broker_config import DEFAULTS, BrokerConfig
+from broker.state.cluster import Charge
 from quotas.callback import CALLBACK_CONFIG, load_callback
 from quotas.connections import ConnectionQuotas
 from quotas.manager import (

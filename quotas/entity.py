@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from protocol.java import hashmap_order
+from quotas.java import hashmap_order
 
 USER = "user"
 CLIENT_ID = "client-id"

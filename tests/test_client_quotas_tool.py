@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from broker import MockCluster
-from broker.authorizer import Authorizer
+from broker.security.authorizer import Authorizer
 from broker.tools.client_quotas import client_settings, format_value, main, read_properties, split_list
 from quotas.entity import QuotaEntity
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from broker import MockCluster
-from broker.config import (
+from broker.config.broker_config import (
     BrokerConfig,
     BrokerConfigView,
     config_type,
@@ -22,7 +22,7 @@ from broker.config import (
     is_read_only,
     parse_error,
 )
-from broker.dynamic_config import (
+from broker.config.dynamic import (
     APPEND,
     BROKER,
     DELETE,

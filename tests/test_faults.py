@@ -15,7 +15,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
 from broker import MockCluster
-from broker.cluster import ClusterError
+from broker.state.cluster import ClusterError
 from tests.conftest import FAST
 from tests.test_quota_enforcement_wire import Conn, batch, closed_by_broker, metadata_request
 
@@ -350,7 +350,7 @@ def test_forced_throttle_reaches_only_its_client_id(sync_cluster: MockCluster) -
     ],
 )
 def test_faults_that_could_never_act_are_refused(kwargs: dict[str, Any], message: str) -> None:
-    from broker.faults import FaultInjector
+    from broker.harness.faults import FaultInjector
 
     with pytest.raises(ValueError, match=message):
         FaultInjector(broker_ids=lambda: [0]).add(**kwargs)
@@ -365,7 +365,7 @@ def test_faults_that_could_never_act_are_refused(kwargs: dict[str, Any], message
     ],
 )
 def test_throttles_outside_the_wire_range_are_refused(kwargs: dict[str, Any], message: str) -> None:
-    from broker.faults import FaultInjector
+    from broker.harness.faults import FaultInjector
 
     with pytest.raises(ValueError, match=message):
         FaultInjector().throttle("c", **kwargs)

@@ -26,7 +26,8 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from broker import MockCluster
 from broker.context import RequestContext
-from broker.groups import (
+from broker.handlers import HANDLERS
+from broker.state.groups import (
     COORDINATOR_NOT_AVAILABLE,
     DEAD,
     GROUP_ID_NOT_FOUND,
@@ -41,7 +42,6 @@ from broker.groups import (
     UNKNOWN_TOPIC_OR_PARTITION,
     OffsetCommit,
 )
-from broker.handlers import HANDLERS
 from messages.registry import request_class, response_class
 
 Protocol = JoinGroupRequest.JoinGroupRequestProtocol

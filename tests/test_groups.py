@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
-from broker.cluster import BrokerNode, ClusterState
-from broker.config import BrokerConfig
-from broker.groups import (
+from broker.config.broker_config import BrokerConfig
+from broker.state.cluster import BrokerNode, ClusterState
+from broker.state.groups import (
     COMPLETING_REBALANCE,
     EMPTY,
     FENCED_INSTANCE_ID,

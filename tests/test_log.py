@@ -7,8 +7,8 @@ import struct
 import pytest
 from crc32c import crc32c
 
-from broker.log import PartitionLog, SequenceError
-from broker.records import InvalidRecords, split_batches
+from broker.state.log import PartitionLog, SequenceError
+from broker.state.records import InvalidRecords, split_batches
 
 
 def batch(

@@ -36,7 +36,7 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from broker import MockCluster
-from broker.metrics_sink import MetricsSink
+from broker.harness.metrics_sink import MetricsSink
 from messages.registry import response_class
 from spark.schema import COLUMN_NAMES, SCHEMA_VERSION, SCHEMA_VERSION_KEY, arrow_schema
 from tests.broker_process import BrokerProcess

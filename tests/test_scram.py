@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig
-from broker.credentials import CredentialStore
-from broker.scram import (
+from broker.config.broker_config import BrokerConfig
+from broker.security.credentials import CredentialStore
+from broker.security.scram import (
     PlainServer,
     SaslAuthenticationError,
     SaslServer,

@@ -30,8 +30,8 @@ from kafka.admin import UserScramCredentialUpsertion as KpUpsertion
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
 from broker import MockCluster
-from broker.credentials import CredentialError
-from broker.scram import ScramMechanism, create_sasl_server
+from broker.security.credentials import CredentialError
+from broker.security.scram import ScramMechanism, create_sasl_server
 from tests.conftest import FAST
 from tests.test_scram import Client
 

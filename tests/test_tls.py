@@ -18,7 +18,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 
 from broker import MockCluster
-from broker.tls import distinguished_name
+from broker.security.tls import distinguished_name
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
 from tests.test_sasl import aiokafka_round_trip

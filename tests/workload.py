@@ -28,7 +28,7 @@ def check_consumed(
 
 def stored_codecs(cluster: object, topic: str) -> set[int]:
     """Compression codecs (batch attribute bits 0-2) of every batch the broker stored."""
-    from broker.records import split_batches
+    from broker.state.records import split_batches
 
     codecs = set()
     for partition in cluster.state.topics[topic].partitions:  # type: ignore[attr-defined]

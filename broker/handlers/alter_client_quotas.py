@@ -6,8 +6,8 @@ from typing import Any
 
 from kafka.protocol.admin import AlterClientQuotasResponse
 
-from broker.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
 from broker.context import RequestContext
+from broker.security.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
 from quotas.store import Alteration, QuotaOp
 
 API_KEY = 49

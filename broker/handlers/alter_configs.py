@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.config.dynamic import SET, Alteration, ConfigOp
 from broker.context import RequestContext
-from broker.dynamic_config import SET, Alteration, ConfigOp
 from broker.handlers.incremental_alter_configs import alter
 
 API_KEY = 33

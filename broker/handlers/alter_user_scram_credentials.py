@@ -6,9 +6,9 @@ from typing import Any
 
 from kafka.protocol.admin import AlterUserScramCredentialsResponse
 
-from broker.authorizer import ALTER, CLUSTER_AUTHORIZATION_FAILED
 from broker.context import RequestContext
-from broker.credentials import Deletion, Upsertion
+from broker.security.authorizer import ALTER, CLUSTER_AUTHORIZATION_FAILED
+from broker.security.credentials import Deletion, Upsertion
 
 API_KEY = 51
 Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult

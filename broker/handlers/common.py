@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import uuid
 
-from broker.cluster import Partition, Topic
 from broker.context import RequestContext
+from broker.state.cluster import Partition, Topic
 
 NONE = 0
 UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -10,8 +10,8 @@ from typing import Any
 from kafka.protocol.admin import CreatePartitionsResponse
 
 from broker import throttling
-from broker.cluster import ClusterError
 from broker.context import RequestContext
+from broker.state.cluster import ClusterError
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 37

@@ -11,9 +11,9 @@ from typing import Any
 from kafka.protocol.admin import CreateTopicsResponse
 
 from broker import throttling
-from broker.cluster import Charge, ClusterError
+from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, topic_config_error
 from broker.context import RequestContext
-from broker.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, topic_config_error
+from broker.state.cluster import Charge, ClusterError
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 19

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin import DeleteGroupsResponse
 
 from broker.context import RequestContext
-from broker.groups import NOT_COORDINATOR
+from broker.state.groups import NOT_COORDINATOR
 
 API_KEY = 42
 Result = DeleteGroupsResponse.DeletableGroupResult

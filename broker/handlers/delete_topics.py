@@ -10,8 +10,8 @@ from typing import Any
 from kafka.protocol.admin import DeleteTopicsResponse
 
 from broker import throttling
-from broker.cluster import Charge
 from broker.context import RequestContext
+from broker.state.cluster import Charge
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = 20

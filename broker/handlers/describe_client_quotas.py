@@ -6,8 +6,8 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeClientQuotasResponse
 
-from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
 from broker.context import RequestContext
+from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
 from quotas.validation import QuotaError, parse_filter
 
 API_KEY = 48

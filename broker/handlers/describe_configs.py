@@ -12,17 +12,17 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeConfigsResponse
 
-from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
-from broker.config import DEFAULTS, BrokerConfigView, config_type, is_read_only
-from broker.context import RequestContext
-from broker.dynamic_config import parse_broker_id
-from broker.topic_configs import (
+from broker.config.broker_config import DEFAULTS, BrokerConfigView, config_type, is_read_only
+from broker.config.dynamic import parse_broker_id
+from broker.config.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_TOPIC,
     TOPIC_CONFIGS,
     TYPE_CODES,
 )
+from broker.context import RequestContext
+from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
 
 API_KEY = 32
 UNKNOWN_TOPIC_OR_PARTITION = 3

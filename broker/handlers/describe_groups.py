@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin import DescribeGroupsResponse
 
 from broker.context import RequestContext
-from broker.groups import DEAD, GROUP_ID_NOT_FOUND, NONE, NOT_COORDINATOR
+from broker.state.groups import DEAD, GROUP_ID_NOT_FOUND, NONE, NOT_COORDINATOR
 
 API_KEY = 15
 Described = DescribeGroupsResponse.DescribedGroup

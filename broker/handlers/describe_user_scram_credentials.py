@@ -6,8 +6,8 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeUserScramCredentialsResponse
 
-from broker.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE
 from broker.context import RequestContext
+from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE
 
 API_KEY = 50
 Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult

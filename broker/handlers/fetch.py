@@ -17,9 +17,9 @@ from typing import Any
 from kafka.protocol.consumer import FetchResponse
 
 from broker import throttling
-from broker.cluster import Partition
 from broker.context import RequestContext
 from broker.handlers.common import NONE, find_topic, led_partition
+from broker.state.cluster import Partition
 
 API_KEY = 1
 OFFSET_OUT_OF_RANGE = 1

@@ -12,7 +12,7 @@ from typing import Any
 from kafka.protocol.metadata import FindCoordinatorResponse
 
 from broker.context import RequestContext
-from broker.groups import COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST, NONE
+from broker.state.groups import COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST, NONE
 
 API_KEY = 10
 Coordinator = FindCoordinatorResponse.Coordinator

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.groups import NOT_COORDINATOR
+from broker.state.groups import NOT_COORDINATOR
 
 API_KEY = 12
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from broker.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
+from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
 from broker.context import RequestContext
-from broker.dynamic_config import BROKER, Alteration, ConfigError, ConfigOp
+from broker.security.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
 from messages.registry import response_class
 
 API_KEY = 44

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.consumer import JoinGroupResponse
 
 from broker.context import RequestContext
-from broker.groups import NOT_COORDINATOR
+from broker.state.groups import NOT_COORDINATOR
 
 API_KEY = 11
 Member = JoinGroupResponse.JoinGroupResponseMember

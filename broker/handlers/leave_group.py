@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.consumer import LeaveGroupResponse
 
 from broker.context import RequestContext
-from broker.groups import NONE, NOT_COORDINATOR
+from broker.state.groups import NONE, NOT_COORDINATOR
 
 API_KEY = 13
 MemberResponse = LeaveGroupResponse.MemberResponse

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin import ListGroupsResponse
 
 from broker.context import RequestContext
-from broker.groups import NONE
+from broker.state.groups import NONE
 
 API_KEY = 16
 Listed = ListGroupsResponse.ListedGroup

@@ -7,9 +7,9 @@ from typing import Any
 from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
-from broker.cluster import ClusterError, Topic
 from broker.context import RequestContext
 from broker.handlers.common import LEADER_NOT_AVAILABLE, NONE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
+from broker.state.cluster import ClusterError, Topic
 
 API_KEY = 3
 INVALID_TOPIC_EXCEPTION = 17

@@ -12,7 +12,7 @@ from typing import Any
 from kafka.protocol.consumer import OffsetCommitResponse
 
 from broker.context import RequestContext
-from broker.groups import NOT_COORDINATOR, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, OffsetCommit
+from broker.state.groups import NOT_COORDINATOR, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, OffsetCommit
 
 API_KEY = 8
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic

@@ -13,7 +13,7 @@ from typing import Any
 from kafka.protocol.consumer import OffsetFetchResponse
 
 from broker.context import RequestContext
-from broker.groups import NONE, NOT_COORDINATOR, UNKNOWN_TOPIC_ID, CommittedOffset
+from broker.state.groups import NONE, NOT_COORDINATOR, UNKNOWN_TOPIC_ID, CommittedOffset
 
 API_KEY = 9
 # v1-7: one group at the top level

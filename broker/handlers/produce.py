@@ -10,11 +10,11 @@ from typing import Any
 from kafka.protocol.producer import ProduceResponse
 
 from broker import throttling
-from broker.cluster import Topic
 from broker.context import RequestContext
 from broker.handlers.common import NONE, NOT_LEADER_OR_FOLLOWER, find_topic, led_partition
-from broker.log import SequenceError
-from broker.records import InvalidRecords, split_batches
+from broker.state.cluster import Topic
+from broker.state.log import SequenceError
+from broker.state.records import InvalidRecords, split_batches
 
 API_KEY = 0
 CORRUPT_MESSAGE = 2

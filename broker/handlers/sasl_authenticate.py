@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED
-from broker.scram import SaslAuthenticationError
+from broker.security.sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED
+from broker.security.scram import SaslAuthenticationError
 
 API_KEY = 36
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.sasl import ILLEGAL_SASL_STATE
+from broker.security.sasl import ILLEGAL_SASL_STATE
 
 API_KEY = 17
 

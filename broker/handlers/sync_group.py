@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.groups import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR
+from broker.state.groups import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR
 
 API_KEY = 14
 

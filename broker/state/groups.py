@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from broker.cluster import ClusterState
-from protocol.java import java_string_hash
+from broker.state.cluster import ClusterState
+from quotas.java import java_string_hash
 
 log = logging.getLogger("broker.groups")
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.broker_config import BrokerConfig
     from broker.context import RequestContext
 
 CLUSTER_AUTHORIZATION_FAILED = 31

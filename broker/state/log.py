@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.records import BatchInfo, batch_prefix
+from broker.state.records import BatchInfo, batch_prefix
 
 # Kafka keeps the metadata of the last five batches per producer to detect retries.
 PRODUCER_BATCH_CACHE = 5

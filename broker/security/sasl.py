@@ -13,12 +13,12 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from broker.scram import SaslAuthenticationError, SaslServer, create_sasl_server
+from broker.security.scram import SaslAuthenticationError, SaslServer, create_sasl_server
 from quotas.callback import KafkaPrincipal
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
-    from broker.credentials import CredentialStore
+    from broker.config.broker_config import BrokerConfig
+    from broker.security.credentials import CredentialStore
 
 API_VERSIONS = 18
 SASL_HANDSHAKE = 17

@@ -7,8 +7,8 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.config import BrokerConfig
-from broker.log import PartitionLog
+from broker.config.broker_config import BrokerConfig
+from broker.state.log import PartitionLog
 from quotas.callback import Cluster, Node, PartitionInfo
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")

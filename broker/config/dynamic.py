@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from broker.cluster import ClusterError, Topic, validate_topic_name
-from broker.config import (
+from broker.config.broker_config import (
     CLUSTER_LEVEL_LISTENER_CONFIGS,
     DEFAULTS,
     PER_BROKER_ONLY,
@@ -44,7 +43,7 @@ from broker.config import (
     is_read_only,
     listener_base,
 )
-from broker.topic_configs import (
+from broker.config.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
@@ -52,10 +51,11 @@ from broker.topic_configs import (
     TOPIC_CONFIGS,
     topic_config_error,
 )
+from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from quotas.store import open_state_db
 
 if TYPE_CHECKING:
-    from broker.cluster import ClusterState
+    from broker.state.cluster import ClusterState
 
 log = logging.getLogger("broker.dynamic_config")
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from broker.credentials import CredentialStore
+    from broker.security.credentials import CredentialStore
 
 MIN_ITERATIONS = 4096  # ScramMechanism.minIterations(), the same for both mechanisms
 MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS

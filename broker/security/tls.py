@@ -12,7 +12,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from broker.config import BrokerConfig
+from broker.config.broker_config import BrokerConfig
 from quotas.callback import ANONYMOUS, KafkaPrincipal
 
 CLIENT_AUTH = {"required": ssl.CERT_REQUIRED, "requested": ssl.CERT_OPTIONAL, "none": ssl.CERT_NONE}

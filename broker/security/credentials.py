@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from broker.scram import (
+from broker.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramCredential,
@@ -37,7 +37,7 @@ from broker.scram import (
 from quotas.store import open_state_db
 
 if TYPE_CHECKING:
-    from broker.config import BrokerConfig
+    from broker.config.broker_config import BrokerConfig
 
 UNKNOWN_SERVER_ERROR = -1
 UNSUPPORTED_SASL_MECHANISM = 33

@@ -42,9 +42,9 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 
-from broker.cluster import ClusterError
+from broker.harness.recording import to_json_value
 from broker.quota_admin import ANY
-from broker.recording import to_json_value
+from broker.state.cluster import ClusterError
 from messages.registry import api_name
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
 from quotas.validation import QuotaError

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.errors import for_code
 
-from broker.metrics_sink import error_codes
+from broker.harness.metrics_sink import error_codes
 from messages.registry import api_name
 
 if TYPE_CHECKING:
