@@ -20,6 +20,7 @@ import pytest
 
 from broker.config.broker_config import BrokerConfig
 from broker.security.credentials import CredentialStore
+from broker.security.sasl import create_sasl_server
 from broker.security.scram import (
     PlainServer,
     SaslAuthenticationError,
@@ -27,7 +28,6 @@ from broker.security.scram import (
     ScramCredential,
     ScramMechanism,
     ScramServer,
-    create_sasl_server,
     credential_from_password,
     credential_from_salted_password,
 )

@@ -31,7 +31,8 @@ from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserS
 
 from broker import MockCluster
 from broker.security.credentials import CredentialError
-from broker.security.scram import ScramMechanism, create_sasl_server
+from broker.security.sasl import create_sasl_server
+from broker.security.scram import ScramMechanism
 from tests.conftest import FAST
 from tests.test_scram import Client
 
@@ -218,7 +219,7 @@ def test_cluster_authorization_failures(
     ApiError.fromThrowable drops the default message, so none is sent."""
     asked: list[str] = []
 
-    def refuse(ctx: Any, operation: str) -> bool:
+    def refuse(principal: Any, operation: str) -> bool:
         asked.append(operation)
         return False
 

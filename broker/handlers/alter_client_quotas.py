@@ -20,7 +20,7 @@ def _entity(pairs: Any) -> list[Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.broker.authorizer.authorize_cluster(ctx, ALTER_CONFIGS):
+    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER_CONFIGS):
         entries = [
             Entry(
                 error_code=CLUSTER_AUTHORIZATION_FAILED,

@@ -17,7 +17,7 @@ Value = Entry.ValueData
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE_CONFIGS):
+    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE_CONFIGS):
         return ctx.response(
             throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None
         )

@@ -16,7 +16,7 @@ Info = Result.CredentialInfo
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     users = None if request.users is None else [user.name for user in request.users]
-    if not ctx.broker.authorizer.authorize_cluster(ctx, DESCRIBE):
+    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE):
         # DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and
         # once per requested user, with no user name; ApiError drops the default message.
         refused = [

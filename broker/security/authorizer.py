@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
-    from broker.context import RequestContext
 
 CLUSTER_AUTHORIZATION_FAILED = 31
 DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
@@ -37,6 +36,6 @@ class Authorizer:
     def is_super_user(self, principal: object) -> bool:
         return str(principal) in self.super_users
 
-    def authorize_cluster(self, ctx: RequestContext, operation: str) -> bool:
-        """Whether the request's principal may perform `operation` on the CLUSTER resource."""
-        return not self.enabled or self.is_super_user(ctx.connection.principal)
+    def authorize_cluster(self, principal: object, operation: str) -> bool:
+        """Whether `principal` may perform `operation` on the CLUSTER resource."""
+        return not self.enabled or self.is_super_user(principal)

@@ -5,7 +5,7 @@ Before authentication completes only ApiVersions (once, first), SaslHandshake an
 SaslAuthenticate are served; any other request closes the connection, as Kafka's
 IllegalSaslStateException does. A SaslHandshake v0 switches the connection to raw SASL
 tokens (size-prefixed, no Kafka header), the flow of clients older than KIP-152. The
-mechanism exchanges themselves live in `broker/scram.py`.
+mechanism exchanges themselves live in `broker/security/scram.py`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,14 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING
 
-from broker.security.scram import SaslAuthenticationError, SaslServer, create_sasl_server
+from broker.security.scram import (
+    PLAIN,
+    PlainServer,
+    SaslAuthenticationError,
+    SaslServer,
+    ScramMechanism,
+    ScramServer,
+)
 from quotas.callback import KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -126,3 +133,18 @@ class SaslSession:
     def principal(self) -> KafkaPrincipal:
         assert self.server is not None and self.server.complete
         return KafkaPrincipal("User", self.server.username)
+
+
+def create_sasl_server(
+    mechanism_name: str, credentials: CredentialStore, reauthenticating: bool = False
+) -> SaslServer:
+    """The server for a mechanism the client chose in SaslHandshake: PLAIN checks the
+    users file, SCRAM the credential store (as Kafka's PLAIN uses JAAS, not SCRAM)."""
+    if mechanism_name == PLAIN:
+        return PlainServer(credentials.check_plain, reauthenticating)
+    mechanism = ScramMechanism.from_name(mechanism_name)
+    if mechanism is None:
+        raise ValueError(f"SASL mechanism {mechanism_name!r} is not supported")
+    return ScramServer(
+        mechanism, lambda user: credentials.scram_credential(user, mechanism), reauthenticating
+    )

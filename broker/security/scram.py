@@ -20,10 +20,7 @@ import re
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
-
-if TYPE_CHECKING:
-    from broker.security.credentials import CredentialStore
+from typing import Protocol
 
 MIN_ITERATIONS = 4096  # ScramMechanism.minIterations(), the same for both mechanisms
 MAX_ITERATIONS = 16384  # ScramControlManager.MAX_ITERATIONS
@@ -318,18 +315,3 @@ class ScramServer(_Server):
         if not hmac.compare_digest(self.scram.hash(client_key), stored_key):
             raise self._invalid("Invalid client credentials")
         return "v=" + _b64encode(self.scram.hmac(self._credential.server_key, auth_bytes))
-
-
-def create_sasl_server(
-    mechanism_name: str, credentials: CredentialStore, reauthenticating: bool = False
-) -> SaslServer:
-    """The server for a mechanism the client chose in SaslHandshake: PLAIN checks the
-    users file, SCRAM the credential store (as Kafka's PLAIN uses JAAS, not SCRAM)."""
-    if mechanism_name == PLAIN:
-        return PlainServer(credentials.check_plain, reauthenticating)
-    mechanism = ScramMechanism.from_name(mechanism_name)
-    if mechanism is None:
-        raise ValueError(f"SASL mechanism {mechanism_name!r} is not supported")
-    return ScramServer(
-        mechanism, lambda user: credentials.scram_credential(user, mechanism), reauthenticating
-    )
