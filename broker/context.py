@@ -1,26 +1,94 @@
-"""What a handler sees of one request: the broker it arrived at and the connection."""
+"""What a handler sees of one request: the request's own facts, and the broker and the
+connection it arrived on, typed as the small protocols below rather than as
+`BrokerServer` and `Connection`, so that handlers, quota steps and harness observers
+depend on what they use and this module imports nothing that imports it back."""
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from broker.config.broker_config import BrokerConfigView
+from broker.config.dynamic import DynamicConfigStore
+from broker.quota_admin import QuotaAdmin
+from broker.security.authorizer import Authorizer
+from broker.security.credentials import CredentialStore
+from broker.security.sasl import SaslSession
+from broker.state.cluster import ClusterState
+from broker.state.groups import GroupCoordinator
 from messages.registry import response_class
+from quotas.callback import KafkaPrincipal
+from quotas.manager import ClientQuotaManager, ClientSensors, QuotaManagers
 
-if TYPE_CHECKING:
-    from broker.config.broker_config import BrokerConfig
-    from broker.connection import Connection
-    from broker.server import BrokerServer
-    from broker.state.cluster import ClusterState
-    from broker.state.groups import GroupCoordinator
-    from quotas.manager import ClientQuotaManager, ClientSensors
+
+class BrokerView(Protocol):
+    """What handlers use of the broker a request arrived at."""
+
+    @property
+    def node_id(self) -> int: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def cluster(self) -> ClusterState: ...
+    @property
+    def groups(self) -> GroupCoordinator: ...
+    @property
+    def config(self) -> BrokerConfigView:
+        """The broker's effective config (dynamic layers included)."""
+    @property
+    def configs(self) -> DynamicConfigStore: ...
+    @property
+    def quotas(self) -> QuotaAdmin: ...
+    @property
+    def quota_managers(self) -> QuotaManagers: ...
+    @property
+    def credentials(self) -> CredentialStore: ...
+    @property
+    def authorizer(self) -> Authorizer: ...
+    @property
+    def stop_listeners(self) -> set[Callable[[], None]]:
+        """Callbacks that end waits early (long-poll fetch, injected latency) when the broker stops."""
+
+
+class ConnectionView(Protocol):
+    """What handlers and observers use of the connection a request arrived on."""
+
+    @property
+    def connection_id(self) -> int: ...
+    @property
+    def listener(self) -> str: ...
+    @property
+    def peer(self) -> tuple[str, int]: ...
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+    @property
+    def client_id(self) -> str | None: ...
+    @property
+    def transport(self) -> asyncio.Transport | None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def mute_deadline(self) -> float | None:
+        """Loop time at which the current mute ends; None while not muted."""
+    @property
+    def sasl(self) -> SaslSession | None:
+        """The authentication in progress on a SASL listener; None once done, and elsewhere."""
+
+    client_software_name: str
+    client_software_version: str
+
+    def authenticated(self, sasl: SaslSession) -> None: ...
+    def fail_authentication(self, response: Any) -> Coroutine[Any, Any, Any]: ...
+    def close(self) -> None: ...
 
 
 @dataclass(slots=True)
 class RequestContext:
-    broker: BrokerServer
-    connection: Connection
+    broker: BrokerView
+    connection: ConnectionView
     api_key: int
     api_version: int
     correlation_id: int
@@ -46,16 +114,25 @@ class RequestContext:
     error_code: int | None = None
     error_count: int = 0
     encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
-    fault_id: int | None = None  # the injected fault that acted on this request
-    header: Any = None  # the decoded request header and body, for the recording
+    # Set by interceptors: the fault that acted on this request, a throttle it forces
+    # on the response (the larger of it and the quota's is sent), and a close without answer.
+    fault_id: int | None = None
+    forced_throttle_ms: int = 0
+    disconnected: bool = False
+    header: Any = None  # the decoded request header and body (None: answered before decoding)
     request: Any = None
+    # Set when the response is out, for observers: its size without the size prefix,
+    # handler plus encoding time, and when it was written.
+    response_bytes: int = 0
+    busy_ns: int = 0
+    done_ns: int = 0
 
     @property
     def cluster(self) -> ClusterState:
         return self.broker.cluster
 
     @property
-    def config(self) -> BrokerConfig:
+    def config(self) -> BrokerConfigView:
         """The effective config of the broker the request arrived at (dynamic layers included)."""
         return self.broker.config
 

@@ -120,13 +120,22 @@ class MockCluster:
                 self.configs,
                 _shift(listeners, i),
                 _shift(advertised, i),
-                self.metrics_sink,
-                self.faults,
-                self.requests,
-                self.conformance,
             )
             for i in range(brokers)
         ]
+        for broker in self.brokers:
+            self._plug_harness(broker)
+
+    def _plug_harness(self, broker: BrokerServer) -> None:
+        """The harness joins each broker's request pipeline at its seams."""
+        pipeline = broker.pipeline
+        pipeline.add_interceptor(self.faults)
+        if self.metrics_sink is not None:
+            pipeline.add_observer(self.metrics_sink)
+            self.metrics_sink.backlog_listeners.append(broker.hold_requests)
+        pipeline.add_observer(self.conformance)
+        if self.requests.enabled:
+            pipeline.add_observer(self.requests)
 
     # -- lifecycle -----------------------------------------------------------
     async def start(self) -> MockCluster:

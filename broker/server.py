@@ -12,9 +12,8 @@ from typing import TYPE_CHECKING
 from broker.config.broker_config import BrokerConfig, Endpoint
 from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import Connection
-from broker.harness.conformance import ConformanceTracker
-from broker.harness.faults import FaultInjector
-from broker.harness.recording import RequestRecorder
+from broker.pipeline import RequestPipeline, sasl_state_gate
+from broker.request_metrics import ThrottleTimeStats
 from broker.security.sasl import enabled_mechanisms
 from broker.security.tls import server_context
 from broker.state.cluster import BrokerNode, ClusterState
@@ -32,7 +31,6 @@ from quotas.sensor import Metric
 
 if TYPE_CHECKING:
     from broker.config.dynamic import DynamicConfigStore
-    from broker.harness.metrics_sink import MetricsSink
     from broker.quota_admin import QuotaAdmin
     from broker.security.authorizer import Authorizer
     from broker.security.credentials import CredentialStore
@@ -56,16 +54,8 @@ class BrokerServer:
         configs: DynamicConfigStore,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
-        metrics_sink: MetricsSink | None = None,
-        faults: FaultInjector | None = None,
-        recorder: RequestRecorder | None = None,
-        conformance: ConformanceTracker | None = None,
     ) -> None:
         self.node_id = node_id
-        # The harness's hooks, shared by the cluster's brokers.
-        self.faults = faults or FaultInjector()
-        self.recorder = recorder or RequestRecorder(0)
-        self.conformance = conformance or ConformanceTracker()
         self.cluster = cluster
         self.groups = groups
         self.quotas = quotas
@@ -81,9 +71,6 @@ class BrokerServer:
         self.listeners = listeners
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
-        self.metrics_sink = metrics_sink
-        if metrics_sink is not None:
-            metrics_sink.drained_listeners.append(self._resume_connections)
         self.connections: set[Connection] = set()
         # Quotas are enforced per broker, as in Kafka: each has its own sensors.
         try:
@@ -104,8 +91,13 @@ class BrokerServer:
         cluster.metadata_listeners.append(self._cluster_metadata_changed)
         quotas.store.listeners.append(self.quota_managers)
         self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
-        # Per API key: [responses, total throttle ms, max throttle ms] (RequestMetrics ThrottleTimeMs).
-        self.throttle_stats: dict[int, list[int]] = {}
+        # Every request goes through the pipeline; harnesses add their interceptors and
+        # observers to it (see MockCluster).
+        self.pipeline = RequestPipeline(self)
+        if any(self.config.security_protocol(e.listener).startswith("SASL_") for e in listeners):
+            self.pipeline.add_gate(sasl_state_gate)
+        self.throttle_stats = ThrottleTimeStats()
+        self.pipeline.add_observer(self.throttle_stats)
         # Callbacks that end long-poll waits early (fetch), called when the broker stops.
         self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
@@ -161,10 +153,13 @@ class BrokerServer:
         host = bound.host if bound.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
         return Endpoint(listener, host, bound.port)
 
-    def _resume_connections(self) -> None:
-        """The metrics sink caught up: connections paused for it read again."""
-        for connection in list(self.connections):
-            connection.resume()
+    def hold_requests(self, held: bool) -> None:
+        """Stops (True) or resumes (False) reading requests on every connection: an
+        observer that cannot keep up (the metrics sink's backlog) holds the broker."""
+        self.pipeline.held = held
+        if not held:
+            for connection in list(self.connections):
+                connection.resume()
 
     def connection_closed(self, connection: Connection) -> None:
         """Frees the connection's slot and admits connections waiting for one."""
@@ -240,7 +235,7 @@ class BrokerServer:
     def metrics(self) -> list[Metric]:
         """This broker's quota metrics, named and tagged as Apache Kafka's."""
         found = self.quota_managers.metrics(now_ms())
-        for api_key, (count, total, most) in sorted(self.throttle_stats.items()):
+        for api_key, (count, total, most) in sorted(self.throttle_stats.by_api.items()):
             tags = {"request": api_name(api_key)}
             found.append(Metric("ThrottleTimeMs", "RequestMetrics", {**tags, "stat": "Mean"}, total / count))
             found.append(Metric("ThrottleTimeMs", "RequestMetrics", {**tags, "stat": "Max"}, float(most)))

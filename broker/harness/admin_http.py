@@ -623,7 +623,7 @@ class ClusterCollector(Collector):
         for broker in brokers:
             node = str(broker.node_id)
             up.add_metric([node], 1.0 if broker.running else 0.0)
-            for api_key, (count, total, largest) in sorted(broker.throttle_stats.items()):
+            for api_key, (count, total, largest) in sorted(broker.throttle_stats.by_api.items()):
                 values = [api_name(api_key), node]
                 requests.add_metric(values, count)
                 throttle.add_metric(values, total)

@@ -11,29 +11,34 @@ therefore not counted.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import struct
 import termios
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.errors import for_code
 
+from broker.context import ConnectionView, RequestContext
+from broker.handlers import HANDLERS
 from broker.harness.metrics_sink import error_codes
+from broker.pipeline import Observer
 from messages.registry import api_name
-
-if TYPE_CHECKING:
-    from broker.connection import Connection
-    from broker.context import RequestContext
+from protocol.headers import is_flexible
 
 UNKNOWN = "unknown"
 _INT = struct.Struct("i")
+# When a throttle's check runs: at 90% of it, at most this long before its end.
+THROTTLE_CHECK_MARGIN_MS = 10
+THROTTLE_CHECK_LATE_S = 0.001  # a check this close to the end (loop lag) is skipped
 
 
-def unread_bytes(connection: Connection) -> int | None:
+def unread_bytes(connection: ConnectionView) -> int | None:
     """Bytes waiting in the connection's socket (FIONREAD); None when unknown, as on TLS
     listeners, whose transport goes on reading the socket while the connection is muted."""
     transport = connection.transport
@@ -105,14 +110,19 @@ def _error_name(code: int) -> str:
         return UNKNOWN
 
 
-class ConformanceTracker:
+class ConformanceTracker(Observer):
     """What each client software did, across all brokers of the cluster."""
 
     def __init__(self, on_loop: Callable[[Callable[[], Any]], Any] | None = None) -> None:
         self.clients: dict[tuple[str, str], ClientConformance] = {}  # by software name and version
         self._on_loop = on_loop or (lambda fn: fn())
+        # Per connection, the (api key, version) pairs already walked for unknown tagged
+        # fields: the walk costs more than the decode, so once each is enough.
+        self._tags_checked: weakref.WeakKeyDictionary[ConnectionView, set[tuple[int, int]]] = (
+            weakref.WeakKeyDictionary()
+        )
 
-    def _client(self, connection: Connection) -> ClientConformance:
+    def _client(self, connection: ConnectionView) -> ClientConformance:
         """Clients that do not name their software (ApiVersions before v3) are told
         apart by client id."""
         name = connection.client_software_name
@@ -124,9 +134,16 @@ class ConformanceTracker:
             )
         return found
 
-    def request(self, ctx: RequestContext, response: Any) -> None:
-        """One answered (or unanswered: acks=0) request."""
+    def request_done(self, ctx: RequestContext, response: Any) -> None:
+        """One answered (or unanswered: acks=0, or closed by a fault) request."""
+        if ctx.header is None:
+            return  # refused before decoding: its oddity is counted already
         connection = ctx.connection
+        checked = self._tags_checked.setdefault(connection, set())
+        if (ctx.api_key, ctx.api_version) not in checked and is_flexible(ctx.api_key, ctx.api_version):
+            checked.add((ctx.api_key, ctx.api_version))
+            for path in unknown_tagged_fields(ctx.header) + unknown_tagged_fields(ctx.request):
+                self.oddity(connection, f"unknown tagged field {path} in v{ctx.api_version}")
         client = self._client(connection)
         if ctx.client_id is not None:
             client.client_ids.add(ctx.client_id)
@@ -145,18 +162,35 @@ class ConformanceTracker:
         if codes:
             client.errors.setdefault(api_key, Counter()).update(codes)
 
-    def throttle_checked(self, connection: Connection, violated: bool) -> None:
+    def muted(self, connection: ConnectionView, throttle_ms: int) -> None:
+        """Just before the throttle ends, bytes that arrived meanwhile show a client that
+        did not honour it."""
+        waiting = unread_bytes(connection)
+        deadline = connection.mute_deadline
+        if waiting is None or deadline is None:
+            return
+        check_s = max(throttle_ms * 0.9, throttle_ms - THROTTLE_CHECK_MARGIN_MS) / 1000
+        asyncio.get_running_loop().call_later(check_s, self._check_throttle, connection, waiting, deadline)
+
+    def _check_throttle(self, connection: ConnectionView, waiting: int, deadline: float) -> None:
+        if connection.closed or connection.mute_deadline != deadline:
+            return  # the mute ended early, or another replaced it
+        if asyncio.get_running_loop().time() > deadline - THROTTLE_CHECK_LATE_S:
+            return  # too late to tell an early request from a timely one
+        now_waiting = unread_bytes(connection)
+        if now_waiting is not None:
+            self.throttle_checked(connection, now_waiting > waiting)
+
+    def throttle_checked(self, connection: ConnectionView, violated: bool) -> None:
         client = self._client(connection)
         client.throttle_checks += 1
         if violated:
             client.throttle_violations += 1
 
-    def oddity(self, connection: Connection, what: str) -> None:
+    def oddity(self, connection: ConnectionView, what: str) -> None:
         self._client(connection).oddities[what] += 1
 
     def report(self) -> dict[str, Any]:
-        from broker.handlers import HANDLERS
-
         def advertised(api_key: int) -> tuple[int, int] | None:
             spec = HANDLERS.get(api_key)
             return (spec.min_version, spec.max_version) if spec is not None else None

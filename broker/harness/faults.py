@@ -22,22 +22,18 @@ import inspect
 import itertools
 from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-if TYPE_CHECKING:
-    from broker.context import RequestContext
+from broker.context import RequestContext
+from broker.handlers import HANDLERS
+from broker.pipeline import CloseConnection, Handler
 
 T = TypeVar("T")
 PRODUCE = 0
 METADATA = 3
 API_VERSIONS = 18
 MAX_INT32 = 2**31 - 1
-Handler = Callable[[Any, Any], Any]
 OnLoop = Callable[[Callable[[], T]], T]
-
-
-class Disconnect(Exception):
-    """Raised to the connection: close without answering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,8 +158,6 @@ class FaultInjector:
         broker: int | None = None,
     ) -> Fault:
         """Adds a request fault; ValueError when it could never act."""
-        from broker.handlers import HANDLERS
-
         self._check_target(api_key, broker)
         if not -1 <= error_code <= 32767:
             raise ValueError(f"error_code {error_code} is not an int16 Kafka error code")
@@ -205,8 +199,6 @@ class FaultInjector:
         return self._on_loop(lambda: self._append(self.throttles, fault))
 
     def _check_target(self, api_key: int, broker: int | None) -> None:
-        from broker.handlers import HANDLERS
-
         if api_key not in HANDLERS:
             raise ValueError(f"api_key {api_key} is not an API this broker implements")
         if broker is not None and self._broker_ids is not None and broker not in self._broker_ids():
@@ -248,10 +240,29 @@ class FaultInjector:
                 else:
                     self.throttles.remove(fault)
 
-    # -- the request pipeline ---------------------------------------------------
-    def handle(self, ctx: RequestContext, request: Any, handler: Handler) -> Any:
-        """The response to `request`, with the first matching fault applied (a coroutine
-        when it delays); raises Disconnect to close unanswered."""
+    # -- the request pipeline's interceptor ---------------------------------------
+    def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        """The response to `request` with the first matching request fault applied (a
+        coroutine when it delays; CloseConnection raised to close unanswered), and the
+        throttle a throttle rule forces on it."""
+        result = self._apply_request_fault(ctx, request, call) if self.request_faults else call(ctx, request)
+        if not self.throttles:
+            return result
+        if inspect.iscoroutine(result):
+            return self._force_throttle_after(ctx, result)
+        self._force_throttle(ctx, result)
+        return result
+
+    async def _force_throttle_after(self, ctx: RequestContext, pending: Any) -> Any:
+        response = await pending
+        self._force_throttle(ctx, response)
+        return response
+
+    def _force_throttle(self, ctx: RequestContext, response: Any) -> None:
+        if response is not None:
+            ctx.forced_throttle_ms = self.forced_throttle_ms(ctx, response)
+
+    def _apply_request_fault(self, ctx: RequestContext, request: Any, handler: Handler) -> Any:
         for fault in self.request_faults:
             if not fault._matches(ctx.node_id, ctx.api_key, ctx.client_id):
                 continue
@@ -283,7 +294,7 @@ class FaultInjector:
 
 
 def _disconnect(fault: Fault, api_key: int) -> None:
-    raise Disconnect(f"fault {fault.id} closes the connection on API key {api_key}")
+    raise CloseConnection(f"fault {fault.id} closes the connection on API key {api_key}")
 
 
 def _checked_count(count: int | None) -> int | None:
@@ -377,7 +388,7 @@ def _answer(
         if ctx.api_key == API_VERSIONS:
             ctx.api_version = 0  # an ApiVersions error is answered in v0, as KIP-511 has it
         if not _has_field(ctx.response(), "error_code"):
-            raise Disconnect(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
+            raise CloseConnection(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
         return ctx.response(error_code=fault.error_code)
     rest = _without(ctx, level, request, selected)
     result = handler(ctx, rest) if rest is not None else ctx.response()

@@ -21,15 +21,14 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from broker.context import RequestContext
+from broker.pipeline import Observer
 from messages.registry import api_name
 from quotas.callback import ClientQuotaType
 from quotas.sensor import Metric
 from spark.schema import arrow_schema
-
-if TYPE_CHECKING:
-    from broker.context import RequestContext
 
 log = logging.getLogger("broker.metrics")
 
@@ -48,7 +47,7 @@ _API_NAMES: dict[int, str] = {}
 _ERROR_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
-class MetricsSink:
+class MetricsSink(Observer):
     def __init__(
         self,
         directory: str | Path,
@@ -69,8 +68,10 @@ class MetricsSink:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._sequence = itertools.count()
         self._closed = False
-        # Called when the backlog has drained, so paused connections read again.
-        self.drained_listeners: list[Callable[[], None]] = []
+        # Told True when the backlog reaches `buffer_rows` (stop reading requests) and
+        # False once it has drained (read again).
+        self.backlog_listeners: list[Callable[[bool], None]] = []
+        self._held = False
         self.rows_added = 0
         self.rows_written = 0
         self.files_written = 0
@@ -86,9 +87,17 @@ class MetricsSink:
     def lag_rows(self) -> int:
         return len(self._rows) + self._writing_rows
 
+    def request_done(self, ctx: RequestContext, response: Any) -> None:
+        if not ctx.disconnected:  # a row per answered (or acks=0) request
+            self.add(request_row(ctx, response))
+
     def add(self, row: Row) -> None:
         self._rows.append(row)
         self.rows_added += 1
+        if not self._held and self.backlogged:
+            self._held = True
+            for listener in self.backlog_listeners:
+                listener(True)
         if len(self._rows) >= self.roll_rows:
             self._roll()
         elif self._timer is None:
@@ -110,7 +119,6 @@ class MetricsSink:
 
     def _written(self, done: asyncio.Future[Any], rows: list[Row]) -> None:
         self._in_flight.discard(done)
-        was_backlogged = self.backlogged
         self._writing_rows -= len(rows)
         if done.cancelled() or done.exception() is not None:
             failed, files, size = rows, 0, 0
@@ -127,9 +135,10 @@ class MetricsSink:
             self._rows[:0] = failed
             if self._timer is None and not self._closed and self._loop is not None:
                 self._timer = self._loop.call_later(self.roll_ms / 1000, self._roll)
-        if was_backlogged and not self.backlogged:
-            for listener in self.drained_listeners:
-                listener()
+        if self._held and not self.backlogged:
+            self._held = False
+            for listener in self.backlog_listeners:
+                listener(False)
 
     def _write(self, rows: Sequence[Row], sequence: int) -> tuple[list[Row], int, int, BaseException | None]:
         """Writer thread: one file per (broker, UTC date) among the rows. Returns the rows
@@ -191,9 +200,7 @@ class MetricsSink:
         ]
 
 
-def request_row(
-    ctx: RequestContext, response: Any, response_bytes: int, handler_ns: int, done_ns: int
-) -> Row:
+def request_row(ctx: RequestContext, response: Any) -> Row:
     """The metrics row of one answered request, columns in spark/schema.py's order."""
     connection = ctx.connection
     name = _API_NAMES.get(ctx.api_key)
@@ -223,9 +230,9 @@ def request_row(
         ctx.api_version,
         ctx.correlation_id,
         ctx.request_bytes,
-        response_bytes,
-        handler_ns // 1000,
-        (done_ns - ctx.received_ns) // 1000,
+        ctx.response_bytes,
+        ctx.busy_ns // 1000,
+        (ctx.done_ns - ctx.received_ns) // 1000,
         ctx.throttle_ms,
         cause,
         sensors.tags.get("user") if sensors is not None else None,

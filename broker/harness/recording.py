@@ -16,12 +16,11 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
+from broker.context import RequestContext
+from broker.pipeline import Observer
 from messages.registry import api_name
-
-if TYPE_CHECKING:
-    from broker.context import RequestContext
 
 log = logging.getLogger("broker.recording")
 T = TypeVar("T")
@@ -98,7 +97,7 @@ def as_dict(entry: Recorded) -> dict[str, Any]:
     return _redact(entry.api_key, found)
 
 
-class RequestRecorder:
+class RequestRecorder(Observer):
     """The cluster's recording of requests and responses (all brokers)."""
 
     def __init__(
@@ -118,7 +117,9 @@ class RequestRecorder:
         if path is not None:
             open(path, "w").close()  # a run's recording starts empty, and a bad path fails at start
 
-    def add(self, ctx: RequestContext, response: Any) -> None:
+    def request_done(self, ctx: RequestContext, response: Any) -> None:
+        if ctx.header is None:
+            return  # refused before it was decoded: nothing to show
         connection = ctx.connection
         entry = Recorded(
             time.time_ns() // 1_000_000,

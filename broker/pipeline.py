@@ -1,0 +1,329 @@
+"""One request's way through a broker, in the spirit of Kafka's RequestChannel and
+RequestHandlerHelper. The connection (connection.py) frames bytes, keeps requests in
+order and mutes; it hands each frame here:
+
+    frame -> header -> gates -> interceptors -> handler -> quotas -> response -> observers
+             decode     SASL     fault            handlers/  throttling  sent, then  metrics sink,
+             (protocol/ state    injection:       one module .py         the         recording,
+             messages/)          delay, fail,     per API                connection  conformance,
+                                 disconnect                              is muted    throttle stats
+
+Gates decide whether a request may come at all (closing the connection when not);
+interceptors stand between the pipeline and the handler and may delay the request,
+answer part of it, force a throttle or close unanswered; observers see each finished
+request. The pipeline knows these seams, not what plugs into them: `MockCluster`
+registers the harness. With nothing registered a request pays one truth test per seam.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Protocol
+
+from broker import throttling
+from broker.context import BrokerView, ConnectionView, RequestContext
+from broker.handlers import HANDLERS, HandlerSpec, api_versions
+from broker.security.sasl import IllegalSaslState
+from messages.registry import api_name
+from protocol.headers import (
+    MalformedRequest,
+    decode_body,
+    decode_header,
+    encode_response,
+    is_flexible,
+    peek_header,
+)
+from quotas.manager import ClientQuotaManager
+
+log = logging.getLogger("broker.pipeline")
+
+Handler = Callable[[RequestContext, Any], Any]
+Pending = Coroutine[Any, Any, None]
+
+
+class CloseConnection(Exception):
+    """Raised by a gate, interceptor or handler: close the connection, unanswered."""
+
+
+class PipelineConnection(ConnectionView, Protocol):
+    """What the pipeline needs of a connection beyond what handlers see."""
+
+    client_id: str | None
+    close_after_response: bool
+
+    def send(self, header: bytes, body: Any) -> None: ...
+    def mute(self, throttle_ms: int, manager: ClientQuotaManager | None) -> None: ...
+    def close_soon(self) -> None: ...
+    def describe(self) -> str: ...
+
+
+class Gate(Protocol):
+    def __call__(self, connection: PipelineConnection, api_key: int) -> None:
+        """Raises CloseConnection when the request may not come on this connection now."""
+
+
+class Interceptor(Protocol):
+    def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        """The result of `call(ctx, request)` (the rest of the chain and the handler),
+        or what stands in for it: a response, None, a coroutine for either, or
+        CloseConnection raised."""
+
+
+class Observer:
+    """Sees what the pipeline did. Subclasses override what they need; the pipeline
+    calls only the methods an observer overrides."""
+
+    def request_done(self, ctx: RequestContext, response: Any) -> None:
+        """A finished request: answered, unanswered (acks=0: `response` None), closed
+        by an interceptor (`ctx.disconnected`), or answered before it was decoded
+        (`ctx.header` None: an unsupported ApiVersions version, KIP-511)."""
+
+    def oddity(self, connection: ConnectionView, what: str) -> None:
+        """A request outside what the broker advertises (the connection is closed)."""
+
+    def muted(self, connection: ConnectionView, throttle_ms: int) -> None:
+        """The connection was just muted for a throttle."""
+
+
+def sasl_state_gate(connection: PipelineConnection, api_key: int) -> None:
+    """Kafka's authenticator: before authentication only ApiVersions, SaslHandshake
+    and SaslAuthenticate may come, each in its turn."""
+    sasl = connection.sasl
+    if sasl is not None:
+        try:
+            sasl.check_request(api_key)
+        except IllegalSaslState as exc:
+            raise CloseConnection(str(exc)) from exc
+
+
+class RequestPipeline:
+    """One broker's request pipeline and its seams."""
+
+    def __init__(self, broker: BrokerView, handlers: dict[int, HandlerSpec] = HANDLERS) -> None:
+        self.broker = broker
+        self.handlers = handlers
+        self.gates: tuple[Gate, ...] = ()
+        self.interceptors: tuple[Interceptor, ...] = ()
+        self.observers: tuple[Observer, ...] = ()
+        # Per seam, what runs per request: None or a tuple, so that an empty seam costs
+        # one truth test.
+        self._intercept: Callable[[RequestContext, Any, Handler], Any] | None = None
+        self._done: tuple[Callable[[RequestContext, Any], None], ...] = ()
+        self._oddity: tuple[Callable[[ConnectionView, str], None], ...] = ()
+        self._muted: tuple[Callable[[ConnectionView, int], None], ...] = ()
+        # Set while an observer cannot keep up (the metrics sink's backlog): connections
+        # stop reading until it is cleared.
+        self.held = False
+
+    # -- registration ----------------------------------------------------------
+    def add_gate(self, gate: Gate) -> None:
+        self.gates += (gate,)
+
+    def add_interceptor(self, interceptor: Interceptor) -> None:
+        """Interceptors run in the order added; the first sees the request first."""
+        self.interceptors += (interceptor,)
+        chain = self.interceptors
+        if len(chain) == 1:
+            self._intercept = chain[0].intercept
+        else:
+
+            def intercept(ctx: RequestContext, request: Any, call: Handler, at: int = 0) -> Any:
+                if at == len(chain):
+                    return call(ctx, request)
+                return chain[at].intercept(ctx, request, lambda c, r: intercept(c, r, call, at + 1))
+
+            self._intercept = intercept
+
+    def add_observer(self, observer: Observer) -> None:
+        self.observers += (observer,)
+        self._done, self._oddity, self._muted = (
+            tuple(getattr(o, name) for o in self.observers if _overrides(o, name))
+            for name in ("request_done", "oddity", "muted")
+        )
+
+    # -- frame to handler --------------------------------------------------------
+    def handle(self, connection: PipelineConnection, frame: memoryview) -> Pending | None:
+        """Handles one request frame. Returns None when it is done (answered, or the
+        connection closed), or a coroutine that finishes it (a handler that waits);
+        the connection runs it before the next request."""
+        received_ns = time.monotonic_ns()
+        try:
+            decoded = self._decode(connection, frame, received_ns)
+        except (MalformedRequest, CloseConnection) as exc:
+            log.warning("closing %s: %s", connection.describe(), exc)
+            connection.close()
+            return None
+        if decoded is None:
+            return None
+        ctx, handler = decoded
+        try:
+            if self._intercept is not None:
+                result = self._intercept(ctx, ctx.request, handler)
+            else:
+                result = handler(ctx, ctx.request)
+        except CloseConnection as exc:
+            self._close_unanswered(connection, ctx, exc)
+            return None
+        except Exception:
+            log.exception("closing %s: handler for API key %d failed", connection.describe(), ctx.api_key)
+            connection.close()
+            return None
+        if inspect.iscoroutine(result):
+            ctx.handler_ns, ctx.resumed_ns = time.monotonic_ns() - received_ns, None
+            return self._finish(connection, ctx, result)
+        self._respond(connection, ctx, result)
+        return None
+
+    def _decode(
+        self, connection: PipelineConnection, frame: memoryview, received_ns: int
+    ) -> tuple[RequestContext, Handler] | None:
+        api_key, api_version, correlation_id = peek_header(frame)
+        spec = self.handlers.get(api_key)
+        if spec is None:
+            self._report_oddity(connection, frame, f"API key {api_key} is not advertised")
+            raise MalformedRequest(f"unsupported API key {api_key}")
+        if not spec.min_version <= api_version <= spec.max_version:
+            self._report_oddity(
+                connection,
+                frame,
+                f"{api_name(api_key)} v{api_version} is outside the advertised "
+                f"v{spec.min_version}-{spec.max_version}",
+            )
+            if api_key == api_versions.API_KEY:
+                self._answer_unsupported_api_versions(connection, frame, api_version, correlation_id, received_ns)
+                return None
+            raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
+        if self.gates:
+            for gate in self.gates:
+                gate(connection, api_key)
+        header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
+        request = decode_body(api_key, api_version, frame[body_offset:])
+        connection.client_id = header.client_id
+        ctx = RequestContext(
+            self.broker,
+            connection,
+            api_key,
+            api_version,
+            correlation_id,
+            header.client_id,
+            len(frame),
+            received_ns,
+            resumed_ns=received_ns,
+            # No quotas while authenticating: Kafka's authenticator runs before KafkaApis.
+            quota_recorded=connection.sasl is not None,
+            header=header,
+            request=request,
+        )
+        return ctx, spec.handler
+
+    def _report_oddity(self, connection: PipelineConnection, frame: memoryview, what: str) -> None:
+        """A request that will not be decoded: its client id (where header v1 has it, in
+        v2 as well) files the oddity under the right client."""
+        if not self._oddity:
+            return
+        try:
+            connection.client_id = decode_header(frame, False)[0].client_id
+        except MalformedRequest:
+            pass
+        for oddity in self._oddity:
+            oddity(connection, what)
+
+    def _answer_unsupported_api_versions(
+        self,
+        connection: PipelineConnection,
+        frame: memoryview,
+        api_version: int,
+        correlation_id: int,
+        received_ns: int,
+    ) -> None:
+        """KIP-511: an unknown ApiVersions version is answered in v0 so the client can
+        learn the supported range and retry."""
+        response = api_versions.unsupported_version_response()
+        ctx = RequestContext(
+            self.broker, connection, api_versions.API_KEY, api_version, correlation_id, None, len(frame), received_ns
+        )
+        ctx.response_bytes = self._send(connection, response, api_versions.API_KEY, 0, correlation_id)
+        ctx.done_ns = time.monotonic_ns()
+        ctx.busy_ns = ctx.done_ns - received_ns
+        for done in self._done:
+            done(ctx, response)
+
+    # -- handler to response -----------------------------------------------------
+    async def _finish(self, connection: PipelineConnection, ctx: RequestContext, pending: Any) -> None:
+        try:
+            response = await pending
+        except CloseConnection as exc:  # e.g. a delayed fault
+            self._close_unanswered(connection, ctx, exc)
+            return
+        except Exception:
+            log.exception("closing %s: handler for API key %d failed", connection.describe(), ctx.api_key)
+            connection.close()
+            return
+        self._respond(connection, ctx, response)
+
+    def _respond(self, connection: PipelineConnection, ctx: RequestContext, response: Any) -> None:
+        """Quotas, then the response at once with its throttle time, then the mute
+        (KIP-219: whatever the version, the throttle is served by not reading)."""
+        if connection.closed:
+            return
+        throttling.finish_request(ctx)
+        quota_throttle_ms = ctx.throttle_ms
+        if ctx.forced_throttle_ms > quota_throttle_ms:
+            ctx.throttle_ms = ctx.forced_throttle_ms
+        handler_ns = ctx.thread_ns()
+        encode_ns = 0
+        done_ns = time.monotonic_ns()
+        if response is not None:
+            if ctx.throttle_ms:
+                response.throttle_time_ms = ctx.throttle_ms
+                ctx.encoded = None  # encoded before the throttle was known
+            body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
+            ctx.response_bytes = self._send(
+                connection, response, ctx.api_key, ctx.api_version, ctx.correlation_id, body
+            )
+            encode_ns = time.monotonic_ns() - done_ns
+            done_ns += encode_ns
+            throttling.record_encoding(ctx, encode_ns)
+        if connection.close_after_response:
+            connection.close_soon()
+        elif ctx.throttle_ms > 0:
+            muted_by = None
+            if quota_throttle_ms > 0 and ctx.throttled_by is not None:
+                muted_by, sensors = ctx.throttled_by
+                muted_by.throttle(sensors, quota_throttle_ms, throttling.now_ms())
+            connection.mute(ctx.throttle_ms, muted_by)
+            for muted in self._muted:
+                muted(connection, ctx.throttle_ms)
+        ctx.busy_ns, ctx.done_ns = handler_ns + encode_ns, done_ns
+        for done in self._done:
+            done(ctx, response)
+
+    def _close_unanswered(self, connection: PipelineConnection, ctx: RequestContext, why: Exception) -> None:
+        log.info("closing %s: %s", connection.describe(), why)
+        ctx.disconnected = True
+        for done in self._done:
+            done(ctx, None)
+        connection.close()
+
+    @staticmethod
+    def _send(
+        connection: PipelineConnection,
+        response: Any,
+        api_key: int,
+        api_version: int,
+        correlation_id: int,
+        body: bytes | None = None,
+    ) -> int:
+        """Writes the response; returns its size without the size prefix."""
+        if connection.closed or connection.transport is None:
+            return 0
+        header, encoded = encode_response(response, api_key, api_version, correlation_id, body)
+        connection.send(header, encoded)
+        return len(header) - 4 + len(encoded)
+
+
+def _overrides(observer: Observer, name: str) -> bool:
+    return getattr(type(observer), name) is not getattr(Observer, name)
