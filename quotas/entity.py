@@ -86,15 +86,3 @@ def sanitize(name: str) -> str:
     if all(b in _SAFE for b in encoded):
         return name
     return "".join(chr(b) if b in _SAFE else f"%{b:02X}" for b in encoded)
-
-
-def user_entity(user: str | None) -> QuotaEntity:
-    return QuotaEntity({USER: user})
-
-
-def client_entity(client_id: str | None) -> QuotaEntity:
-    return QuotaEntity({CLIENT_ID: client_id})
-
-
-def user_client_entity(user: str | None, client_id: str | None) -> QuotaEntity:
-    return QuotaEntity({USER: user, CLIENT_ID: client_id})

@@ -39,11 +39,9 @@ from pyspark.sql import functions as F
 
 from spark.schema import COLUMN_NAMES, spark_schema
 
-PRODUCE_APIS = ("Produce",)
-FETCH_APIS = ("Fetch",)
-MUTATION_APIS = ("CreateTopics", "CreatePartitions", "DeleteTopics")
-# Their API keys (Kafka's protocol numbers, from which the sink writes api_name): the
-# quota windows classify rows by these small integers rather than by comparing strings.
+# The APIs with a quota of their own besides the request quota, by API key (Kafka's
+# protocol numbers, from which the sink writes api_name): the quota windows classify rows
+# by these small integers rather than by comparing strings.
 PRODUCE_KEYS = (0,)
 FETCH_KEYS = (1,)
 MUTATION_KEYS = (19, 37, 20)  # CreateTopics, CreatePartitions, DeleteTopics
@@ -176,16 +174,6 @@ def filter_time(df: DataFrame, since: dt.datetime | None, until: dt.datetime | N
         if has_date:
             df = df.where(F.col("date") <= F.lit(until.date() + dt.timedelta(days=1)))
     return df
-
-
-def primary_quota_type(api_name: Column) -> Column:
-    """The quota an API is measured against besides the request quota ("request" if none)."""
-    return (
-        F.when(api_name.isin(*PRODUCE_APIS), F.lit("produce"))
-        .when(api_name.isin(*FETCH_APIS), F.lit("fetch"))
-        .when(api_name.isin(*MUTATION_APIS), F.lit("mutation"))
-        .otherwise(F.lit("request"))
-    )
 
 
 def quota_windows(

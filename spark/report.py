@@ -1,21 +1,17 @@
-"""kafka-mock-report: the request-metrics report (Parquet tables, PNG plots, index.html).
+"""The request-metrics report: Parquet tables, PNG plots and index.html from the
+broker's metrics files (`run_report`), and the page itself (`report_header`,
+`write_index`), which `spark.follow` rewrites as it streams. The command line,
+`kafka-mock-report`, is `spark.cli`.
 
-    kafka-mock-report --metrics PATH --out DIR [--master URL] [--since T] [--until T]
-                      [--window 1s,10s] [--top N] [--conf KEY=VALUE ...]
-                      [--follow [--watermark 30s] [--trigger 5s] [--refresh 10s]]
-
-PATH is the broker's metrics directory (or one of its `broker=`/`date=` folders, a glob,
-or any Spark-readable URI: hdfs://, s3a://, ...). DIR gets one Parquet table per
-aggregate (see `spark.jobs`), the plots and index.html; the driver writes the plots and
-the HTML, so on a cluster DIR must be a directory the driver and the executors share.
-T is ISO 8601 (no zone means UTC) or epoch seconds: `since <= ts < until`. The plots use
-the shortest window. Stage lines go to stderr as the job runs. `--follow` keeps the
-tables and the page up to date as files arrive, until Ctrl-C (see `spark.follow`).
+`run_report` reads the metrics (any path `spark.jobs.read_metrics` takes), writes one
+Parquet table per aggregate (see `spark.jobs`) under the output directory, then the plots
+and index.html; the driver writes the plots and the HTML, so on a cluster the output
+must be a directory the driver and the executors share. The plots use the shortest
+window. Stage lines go to stderr as the job runs (`Progress`).
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import html
 import os
@@ -25,7 +21,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
@@ -520,118 +515,3 @@ def _page(
         + f"<h2>Tables (Parquet)</h2><ul>{links}</ul>"
         + "</body></html>\n"
     )
-
-
-def _parse_conf(items: Sequence[str]) -> dict[str, str]:
-    conf = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"bad --conf {item!r}: use KEY=VALUE")
-        conf[key.strip()] = value
-    return conf
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="kafka-mock-report",
-        description="Tables and plots of the broker's request metrics (PySpark).",
-    )
-    parser.add_argument(
-        "--metrics", required=True, metavar="PATH", help="metrics directory or any Spark-readable path"
-    )
-    parser.add_argument(
-        "--out", required=True, metavar="DIR", help="output directory (tables, plots, index.html)"
-    )
-    parser.add_argument(
-        "--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])"
-    )
-    parser.add_argument(
-        "--since", metavar="T", help="only requests at or after T (ISO 8601, UTC, or epoch s)"
-    )
-    parser.add_argument("--until", metavar="T", help="only requests before T")
-    parser.add_argument(
-        "--window", default="1s,10s", metavar="W[,W...]", help="window lengths (default: 1s,10s)"
-    )
-    parser.add_argument("--top", type=int, default=20, metavar="N", help="top offenders listed (default: 20)")
-    parser.add_argument(
-        "--conf",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="extra Spark configuration (repeatable)",
-    )
-    follow = parser.add_argument_group("streaming")
-    follow.add_argument(
-        "--follow",
-        action="store_true",
-        help="keep the tables up to date as metrics files arrive (Structured Streaming) until Ctrl-C",
-    )
-    follow.add_argument(
-        "--watermark", default="30s", metavar="W", help="--follow: allowed lateness (default: 30s)"
-    )
-    follow.add_argument(
-        "--trigger", default="5s", metavar="W", help="--follow: micro-batch interval (default: 5s)"
-    )
-    follow.add_argument(
-        "--refresh", default="10s", metavar="W", help="--follow: index.html refresh (default: 10s)"
-    )
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        windows = jobs.parse_windows(args.window)
-        since = jobs.parse_time(args.since) if args.since else None
-        until = jobs.parse_time(args.until) if args.until else None
-        conf = _parse_conf(args.conf)
-        for option in (args.watermark, args.trigger, args.refresh):
-            jobs.parse_window(option)
-    except ValueError as exc:
-        parser.error(str(exc))
-    if args.top < 1:
-        parser.error("--top must be at least 1")
-
-    progress = Progress()
-    active = SparkSession.getActiveSession()
-    owned = active is None
-    if active is None:
-        progress(f"starting Spark ({args.master})")
-        from spark.session import build_session
-
-        # Spark's own progress bar only on a terminal: in a log it is carriage-return noise.
-        conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
-        spark = build_session(args.master, conf=conf)
-    else:
-        # Embedded (a notebook, the tests): that session as it is, plus any --conf.
-        progress("using the active Spark session")
-        spark = active
-        for key, value in conf.items():
-            spark.conf.set(key, value)
-    try:
-        if args.follow:
-            from spark.follow import run_follow
-
-            return run_follow(
-                spark, args.metrics, args.out, windows, since, until, args.top,
-                args.watermark, args.trigger, args.refresh, progress,
-            )  # fmt: skip
-        result = run_report(spark, args.metrics, args.out, windows, since, until, args.top, progress)
-    except AnalysisException as exc:
-        print(f"kafka-mock-report: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("kafka-mock-report: interrupted", file=sys.stderr)
-        return 130
-    finally:
-        if owned:
-            spark.stop()
-    progress(f"done: {result.rows} requests, {len(result.tables)} tables, {len(result.plots)} plots")
-    print(result.index)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,8 +14,6 @@ from typing import Any
 SCHEMA_VERSION = 1
 SCHEMA_VERSION_KEY = b"kafka_mock_broker.metrics_schema_version"
 
-THROTTLE_CAUSES = ("produce", "fetch", "request", "mutation", "none")
-
 
 @dataclass(frozen=True, slots=True)
 class Column:

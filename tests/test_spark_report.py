@@ -34,7 +34,7 @@ def report(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, 
     import contextlib
     import io
 
-    from spark import report as cli
+    from spark import cli
 
     metrics = write_dataset(tmp_path_factory.mktemp("metrics"))
     out = tmp_path_factory.mktemp("report")
@@ -132,7 +132,7 @@ def test_report_shows_progress(report: tuple[Path, str, int]) -> None:
 def test_report_since_until_and_errors(
     spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spark import report as cli
+    from spark import cli
 
     metrics = write_dataset(tmp_path / "metrics")
     out = tmp_path / "out"
@@ -155,7 +155,7 @@ def test_report_since_until_and_errors(
 
 
 def test_report_rejects_bad_arguments(capsys: pytest.CaptureFixture[str]) -> None:
-    from spark import report as cli
+    from spark import cli
 
     for argv in (
         ["--metrics", "m", "--out", "o", "--window", "fast"],
@@ -215,7 +215,7 @@ def test_report_of_a_real_broker_run_shows_the_capped_client_near_its_quota(
 ) -> None:
     import pyarrow.parquet as pq
 
-    from spark import report as cli
+    from spark import cli
 
     metrics = tmp_path / "metrics"
     sent = produce_under_quota(metrics, seconds=6.0)
@@ -302,8 +302,7 @@ def test_follow_updates_the_tables_as_files_arrive_and_stops_on_ctrl_c(
 
     from pyspark.sql import functions as F
 
-    from spark import jobs
-    from spark import report as cli
+    from spark import cli, jobs
     from tests.test_spark_jobs import DAY2
 
     staging = write_dataset(tmp_path / "staging")
@@ -392,3 +391,38 @@ def test_follow_updates_the_tables_as_files_arrive_and_stops_on_ctrl_c(
     for name in re.findall(r'<img src="([^"]+)"', page):
         png_size(out / name)
     assert "User:carol / admin-c" in page and "13" in page
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def test_spark_modules_import_in_one_direction() -> None:
+    """`spark.cli` knows the report and --follow; the report knows neither, --follow only
+    the report's page. `spark` and `spark.schema` load without pyspark or matplotlib
+    (the broker's sink imports the schema)."""
+    import ast
+    import subprocess
+    import sys
+
+    import spark
+
+    root = Path(spark.__file__).parent
+
+    def imported(module: str) -> set[str]:
+        tree = ast.parse((root / f"{module}.py").read_text(encoding="utf-8"))
+        names: set[str] = set()
+        for node in ast.walk(tree):  # function-level imports too
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+        return names
+
+    assert not {"spark.follow", "spark.cli"} & imported("report")
+    assert "spark.cli" not in imported("follow")
+    assert {"spark.report", "spark.follow"} <= imported("cli")
+
+    code = "import sys, spark, spark.schema; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'matplotlib')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
