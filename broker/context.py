@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -38,6 +38,7 @@ class BrokerView(Protocol):
     @property
     def config(self) -> BrokerConfigView:
         """The broker's effective config (dynamic layers included)."""
+
     @property
     def configs(self) -> DynamicConfigStore: ...
     @property
@@ -48,6 +49,10 @@ class BrokerView(Protocol):
     def credentials(self) -> CredentialStore: ...
     @property
     def authorizer(self) -> Authorizer: ...
+    @property
+    def advertised_apis(self) -> Mapping[int, tuple[int, int]]:
+        """API key -> (min, max) version this broker serves: what ApiVersions answers."""
+
     @property
     def stop_listeners(self) -> set[Callable[[], None]]:
         """Callbacks that end waits early (long-poll fetch, injected latency) when the broker stops."""
@@ -73,6 +78,7 @@ class ConnectionView(Protocol):
     @property
     def mute_deadline(self) -> float | None:
         """Loop time at which the current mute ends; None while not muted."""
+
     @property
     def sasl(self) -> SaslSession | None:
         """The authentication in progress on a SASL listener; None once done, and elsewhere."""

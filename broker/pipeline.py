@@ -84,8 +84,9 @@ class Observer:
     def oddity(self, connection: ConnectionView, what: str) -> None:
         """A request outside what the broker advertises (the connection is closed)."""
 
-    def muted(self, connection: ConnectionView, throttle_ms: int) -> None:
-        """The connection was just muted for a throttle."""
+    def throttled(self, connection: ConnectionView, throttle_ms: int) -> None:
+        """A response carrying `throttle_ms` is about to be sent; the connection is
+        muted for that long right after it."""
 
 
 def sasl_state_gate(connection: PipelineConnection, api_key: int) -> None:
@@ -105,6 +106,8 @@ class RequestPipeline:
     def __init__(self, broker: BrokerView, handlers: dict[int, HandlerSpec] = HANDLERS) -> None:
         self.broker = broker
         self.handlers = handlers
+        # What ApiVersions advertises: exactly the APIs with a handler (Kafka's ApiVersionManager).
+        self.advertised_apis = {key: (spec.min_version, spec.max_version) for key, spec in handlers.items()}
         self.gates: tuple[Gate, ...] = ()
         self.interceptors: tuple[Interceptor, ...] = ()
         self.observers: tuple[Observer, ...] = ()
@@ -113,7 +116,7 @@ class RequestPipeline:
         self._intercept: Callable[[RequestContext, Any, Handler], Any] | None = None
         self._done: tuple[Callable[[RequestContext, Any], None], ...] = ()
         self._oddity: tuple[Callable[[ConnectionView, str], None], ...] = ()
-        self._muted: tuple[Callable[[ConnectionView, int], None], ...] = ()
+        self._throttled: tuple[Callable[[ConnectionView, int], None], ...] = ()
         # Set while an observer cannot keep up (the metrics sink's backlog): connections
         # stop reading until it is cleared.
         self.held = False
@@ -139,9 +142,9 @@ class RequestPipeline:
 
     def add_observer(self, observer: Observer) -> None:
         self.observers += (observer,)
-        self._done, self._oddity, self._muted = (
+        self._done, self._oddity, self._throttled = (
             tuple(getattr(o, name) for o in self.observers if _overrides(o, name))
-            for name in ("request_done", "oddity", "muted")
+            for name in ("request_done", "oddity", "throttled")
         )
 
     # -- frame to handler --------------------------------------------------------
@@ -193,7 +196,9 @@ class RequestPipeline:
                 f"v{spec.min_version}-{spec.max_version}",
             )
             if api_key == api_versions.API_KEY:
-                self._answer_unsupported_api_versions(connection, frame, api_version, correlation_id, received_ns)
+                self._answer_unsupported_api_versions(
+                    connection, frame, api_version, correlation_id, received_ns
+                )
                 return None
             raise MalformedRequest(f"unsupported version {api_version} of API key {api_key}")
         if self.gates:
@@ -241,9 +246,16 @@ class RequestPipeline:
     ) -> None:
         """KIP-511: an unknown ApiVersions version is answered in v0 so the client can
         learn the supported range and retry."""
-        response = api_versions.unsupported_version_response()
+        response = api_versions.unsupported_version_response(self.advertised_apis)
         ctx = RequestContext(
-            self.broker, connection, api_versions.API_KEY, api_version, correlation_id, None, len(frame), received_ns
+            self.broker,
+            connection,
+            api_versions.API_KEY,
+            api_version,
+            correlation_id,
+            None,
+            len(frame),
+            received_ns,
         )
         ctx.response_bytes = self._send(connection, response, api_versions.API_KEY, 0, correlation_id)
         ctx.done_ns = time.monotonic_ns()
@@ -276,6 +288,10 @@ class RequestPipeline:
         handler_ns = ctx.thread_ns()
         encode_ns = 0
         done_ns = time.monotonic_ns()
+        muting = ctx.throttle_ms > 0 and not connection.close_after_response
+        if muting and self._throttled:
+            for throttled in self._throttled:
+                throttled(connection, ctx.throttle_ms)
         if response is not None:
             if ctx.throttle_ms:
                 response.throttle_time_ms = ctx.throttle_ms
@@ -289,17 +305,16 @@ class RequestPipeline:
             throttling.record_encoding(ctx, encode_ns)
         if connection.close_after_response:
             connection.close_soon()
-        elif ctx.throttle_ms > 0:
+        elif muting:
             muted_by = None
             if quota_throttle_ms > 0 and ctx.throttled_by is not None:
                 muted_by, sensors = ctx.throttled_by
                 muted_by.throttle(sensors, quota_throttle_ms, throttling.now_ms())
             connection.mute(ctx.throttle_ms, muted_by)
-            for muted in self._muted:
-                muted(connection, ctx.throttle_ms)
-        ctx.busy_ns, ctx.done_ns = handler_ns + encode_ns, done_ns
-        for done in self._done:
-            done(ctx, response)
+        if self._done:
+            ctx.busy_ns, ctx.done_ns = handler_ns + encode_ns, done_ns
+            for done in self._done:
+                done(ctx, response)
 
     def _close_unanswered(self, connection: PipelineConnection, ctx: RequestContext, why: Exception) -> None:
         log.info("closing %s: %s", connection.describe(), why)

@@ -94,6 +94,7 @@ class BrokerServer:
         # Every request goes through the pipeline; harnesses add their interceptors and
         # observers to it (see MockCluster).
         self.pipeline = RequestPipeline(self)
+        self.advertised_apis = self.pipeline.advertised_apis
         if any(self.config.security_protocol(e.listener).startswith("SASL_") for e in listeners):
             self.pipeline.add_gate(sasl_state_gate)
         self.throttle_stats = ThrottleTimeStats()

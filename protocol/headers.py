@@ -13,6 +13,7 @@ from typing import Any
 from kafka.protocol.api_header import RequestHeader
 
 from messages.registry import request_class
+from protocol.api_keys import ApiKey
 
 _FIXED = struct.Struct(">hhi")
 FIXED_HEADER_SIZE = _FIXED.size
@@ -101,7 +102,6 @@ def _check_nulls(value: Any, plan: NullPlan, where: str) -> None:
 
 _HEADER_V0 = struct.Struct(">ii")  # size, correlation id
 _HEADER_V1 = struct.Struct(">iiB")  # size, correlation id, empty tagged fields
-API_VERSIONS = 18
 
 
 def encode_response(
@@ -115,6 +115,6 @@ def encode_response(
     """
     if body is None:  # else: encoded already (a fetch measured against its quota)
         body = response.encode(version=api_version)
-    if api_key != API_VERSIONS and is_flexible(api_key, api_version):
+    if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version):
         return _HEADER_V1.pack(len(body) + 5, correlation_id, 0), body
     return _HEADER_V0.pack(len(body) + 4, correlation_id), body

@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from protocol.errors import ErrorCode
 from quotas.entity import QuotaEntity
 from quotas.resolution import QuotaIndex
 from quotas.validation import (
-    INVALID_REQUEST,
     QuotaError,
     QuotaFilter,
     allowed_keys,
@@ -89,7 +89,7 @@ class QuotaStore:
             if duplicate_key or entity in results:
                 result = results.setdefault(entity, AlterResult(entity))
                 result.error_code, result.error_message = (
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     f"Ignoring duplicate entity {entity}",
                 )
                 continue

@@ -8,10 +8,8 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from protocol.errors import ErrorCode
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
-
-INVALID_REQUEST = 42
-UNSUPPORTED_VERSION = 35
 
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"
@@ -59,12 +57,12 @@ def validate_entity(entity: QuotaEntity) -> None:
 
     (Types repeated in one wire entry have already collapsed, last wins, as in Kafka.)"""
     if not entity:
-        raise QuotaError(INVALID_REQUEST, "Invalid empty client quota entity")
+        raise QuotaError(ErrorCode.INVALID_REQUEST, "Invalid empty client quota entity")
     for entity_type, name in entity.kafka_items():
         if entity_type not in ENTITY_TYPES:
-            raise QuotaError(INVALID_REQUEST, f"Unhandled client quota entity type: {entity_type}")
+            raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unhandled client quota entity type: {entity_type}")
         if name == "":
-            raise QuotaError(INVALID_REQUEST, f"Empty {entity_type} not supported")
+            raise QuotaError(ErrorCode.INVALID_REQUEST, f"Empty {entity_type} not supported")
 
 
 def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_ip_literal) -> dict[str, str]:
@@ -73,12 +71,12 @@ def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_
         if USER in entity or CLIENT_ID in entity:
             # Kafka's message, missing space included (ClientQuotaControlManagerTest asserts it).
             raise QuotaError(
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId",
             )
         name = entity[IP]
         if name is not None and not is_valid_host(name):
-            raise QuotaError(INVALID_REQUEST, f"{name} is not a valid IP or resolvable host.")
+            raise QuotaError(ErrorCode.INVALID_REQUEST, f"{name} is not a valid IP or resolvable host.")
         return IP_KEYS
     return USER_CLIENT_KEYS
 
@@ -87,16 +85,16 @@ def validate_value(keys: dict[str, str], key: str, value: float) -> None:
     """Kafka's validateQuotaKeyValue (NaN passes, as it does there: no comparison is true)."""
     key_type = keys.get(key)
     if key_type is None:
-        raise QuotaError(INVALID_REQUEST, f"Invalid configuration key {key}")
+        raise QuotaError(ErrorCode.INVALID_REQUEST, f"Invalid configuration key {key}")
     if value <= 0.0:
-        raise QuotaError(INVALID_REQUEST, f"Quota {key} must be greater than 0")
+        raise QuotaError(ErrorCode.INVALID_REQUEST, f"Quota {key} must be greater than 0")
     if key_type == "DOUBLE":
         return
     limit, type_name = _LIMITS[key_type]
     if value > limit:
-        raise QuotaError(INVALID_REQUEST, f"Proposed value for {key} is too large for {type_name}.")
+        raise QuotaError(ErrorCode.INVALID_REQUEST, f"Proposed value for {key} is too large for {type_name}.")
     if abs(math.fmod(value, 1.0)) > 1e-6:
-        raise QuotaError(INVALID_REQUEST, f"{key} cannot be a fractional value.")
+        raise QuotaError(ErrorCode.INVALID_REQUEST, f"{key} cannot be a fractional value.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,39 +120,39 @@ def parse_filter(components: Iterable[tuple[str, int, str | None]], strict: bool
     specified: set[str] = set()
     for entity_type, match_type, match in components:
         if not entity_type:
-            raise QuotaError(INVALID_REQUEST, "Invalid empty entity type.")
+            raise QuotaError(ErrorCode.INVALID_REQUEST, "Invalid empty entity type.")
         if entity_type in exact or entity_type in specified:
             raise QuotaError(
-                INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter."
+                ErrorCode.INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter."
             )
         if entity_type not in ENTITY_TYPES:
-            raise QuotaError(UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
+            raise QuotaError(ErrorCode.UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
         if match_type == MATCH_EXACT:
             if match is None:
                 raise QuotaError(
-                    INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+                    ErrorCode.INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null."
                 )
             exact[entity_type] = match
         elif match_type == MATCH_DEFAULT:
             if match is not None:
                 raise QuotaError(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.",
                 )
             exact[entity_type] = None
         elif match_type == MATCH_SPECIFIED:
             if match is not None:
                 raise QuotaError(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.",
                 )
             specified.add(entity_type)
         else:
-            raise QuotaError(INVALID_REQUEST, f"Unknown match type {match_type}")
+            raise QuotaError(ErrorCode.INVALID_REQUEST, f"Unknown match type {match_type}")
     types = set(exact) | specified
     if IP in types and (USER in types or CLIENT_ID in types):
         raise QuotaError(
-            INVALID_REQUEST,
+            ErrorCode.INVALID_REQUEST,
             "Invalid entity filter component combination. IP filter component should not be used with "
             "user or clientId filter component.",
         )

@@ -5,12 +5,12 @@ For kafka-python and confluent-kafka, producing and consuming, under 1 MiB/s and
 10 MiB/s client-id quotas, each case 60 s: the rate observed after the first 11 s divided
 by the quota (target |ratio - 1| <= 0.03), next to the same client's unthrottled rate.
 
-    .venv/bin/python scripts/bench_quota_accuracy                  # 8 cases x 60 s (~12 min)
-    .venv/bin/python scripts/bench_quota_accuracy --quick          # 15 s cases: a smoke run
-    .venv/bin/python scripts/bench_quota_accuracy --seconds 30 --clients confluent --directions produce
-    .venv/bin/python scripts/bench_quota_accuracy --timeline       # also per-second rates of every case
+    .venv/bin/python scripts/bench_quota_accuracy.py                  # 8 cases x 60 s (~12 min)
+    .venv/bin/python scripts/bench_quota_accuracy.py --quick          # 15 s cases: a smoke run
+    .venv/bin/python scripts/bench_quota_accuracy.py --seconds 30 --clients confluent --directions produce
+    .venv/bin/python scripts/bench_quota_accuracy.py --timeline       # also per-second rates of every case
 
-or as `scripts/bench_quota_accuracy ...` with the virtualenv activated (the shebang is
+or as `scripts/bench_quota_accuracy.py ...` with the virtualenv activated (the shebang is
 `/usr/bin/env python3`).
 
 What is counted. Kafka measures a produce request by its size, header and body without
@@ -81,9 +81,7 @@ import argparse
 import json
 import logging
 import os
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -91,8 +89,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from broker.harness.clients import ClientLog, client_logger, wait_for_topic
+from broker.harness.process import BrokerProcess
 
 MIB = 1024 * 1024
 PARTITIONS = 4
@@ -214,57 +212,32 @@ class ChildBroker:
     """This script run as `--broker-child` in its own process, driven over its stdin."""
 
     def __init__(self, overrides: dict[str, str]) -> None:
-        self._log = tempfile.NamedTemporaryFile(prefix="bench-quota-broker-", suffix=".log", delete=False)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--broker-child"]
-        cmd += [f"{k}={v}" for k, v in overrides.items()]
-        self._proc = subprocess.Popen(
-            cmd,
-            cwd=ROOT,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            bufsize=1,
+        self._process = BrokerProcess(
+            *[f"{k}={v}" for k, v in overrides.items()],
+            command=[sys.executable, str(Path(__file__).resolve()), "--broker-child"],
+            control=True,
         )
         self._lock = threading.Lock()
         started = self._read()
         self.bootstrap_servers = started["bootstrap"]
 
     def _read(self) -> dict[str, Any]:
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
+        line = self._process.read_line()
         if not line:
-            self._proc.wait(10)
-            raise BenchError(f"broker process exited ({self._proc.returncode}):\n{self.log_text()}")
-        reply = json.loads(line)
+            code = self._process.wait(10)
+            raise BenchError(f"broker process exited ({code}):\n{self._process.stderr}")
+        reply: dict[str, Any] = json.loads(line)
         if "error" in reply:
             raise BenchError(f"broker process: {reply['error']}")
         return reply
 
     def request(self, **request: Any) -> dict[str, Any]:
-        assert self._proc.stdin is not None
         with self._lock:
-            self._proc.stdin.write(json.dumps(request) + "\n")
-            self._proc.stdin.flush()
+            self._process.send_line(json.dumps(request))
             return self._read()
 
-    def log_text(self) -> str:
-        return Path(self._log.name).read_text(errors="replace")
-
     def close(self) -> None:
-        if self._proc.poll() is None:
-            try:
-                assert self._proc.stdin is not None
-                self._proc.stdin.write(json.dumps({"op": "quit"}) + "\n")
-                self._proc.stdin.close()
-                self._proc.wait(15)
-            except (OSError, subprocess.TimeoutExpired):
-                self._proc.kill()
-                self._proc.wait()
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-        self._log.close()
-        os.unlink(self._log.name)
+        self._process.stop(timeout=15)
 
 
 def broker_child(argv: list[str]) -> int:
@@ -292,25 +265,9 @@ def broker_child(argv: list[str]) -> int:
 # -- clients ----------------------------------------------------------------------------
 
 
-class _ClientLog(logging.Handler):
-    """Keeps a client library's log lines instead of letting them reach stderr."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if len(self.lines) < 1000:
-            self.lines.append(record.getMessage())
-
-
-def _client_logger(name: str) -> tuple[logging.Logger, _ClientLog]:
-    logger = logging.getLogger(f"bench.{name}")
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-    handler = _ClientLog()
-    logger.handlers[:] = [handler]
-    return logger, handler
+def _client_logger(name: str) -> tuple[logging.Logger, ClientLog]:
+    """A client's log lines (the first 1000), kept instead of reaching stderr."""
+    return client_logger(name, logging.INFO, keep=1000)
 
 
 class Workload:
@@ -389,9 +346,7 @@ class ConfluentProducer(Workload):
                 "logger": logger,
             }
         )
-        _wait_for_topic(
-            lambda: self.producer.list_topics(TOPIC_PRODUCE, timeout=10).topics.get(TOPIC_PRODUCE)
-        )
+        wait_for_topic(self.producer, TOPIC_PRODUCE, time.monotonic() + 30, PARTITIONS)
 
     def run(self, deadline: float) -> None:
         produce, poll, clock = self.producer.produce, self.producer.poll, time.monotonic
@@ -451,9 +406,7 @@ class ConfluentConsumer(Workload):
                 "logger": logger,
             }
         )
-        _wait_for_topic(
-            lambda: self.consumer.list_topics(TOPIC_CONSUME, timeout=10).topics.get(TOPIC_CONSUME)
-        )
+        wait_for_topic(self.consumer, TOPIC_CONSUME, time.monotonic() + 30, PARTITIONS)
 
     def run(self, deadline: float) -> None:
         from confluent_kafka import KafkaError, TopicPartition
@@ -470,7 +423,9 @@ class ConfluentConsumer(Workload):
                     continue
                 good -= 1
                 if error.code() == KafkaError._PARTITION_EOF:
-                    consumer.seek(TopicPartition(TOPIC_CONSUME, message.partition(), 0))
+                    partition = message.partition()
+                    assert partition is not None  # an end-of-partition event names its partition
+                    consumer.seek(TopicPartition(TOPIC_CONSUME, partition, 0))
                 elif len(self.errors) < 10:
                     self.errors.append(str(error))
             self.messages += good
@@ -575,17 +530,6 @@ WORKLOADS: dict[tuple[str, str], type[Workload]] = {
     ("kafka-python", "produce"): KafkaPythonProducer,
     ("kafka-python", "consume"): KafkaPythonConsumer,
 }
-
-
-def _wait_for_topic(lookup: Callable[[], Any]) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        metadata = lookup()
-        if metadata is not None and metadata.error is None and len(metadata.partitions) == PARTITIONS:
-            return
-        if time.monotonic() > deadline:
-            raise BenchError(f"topic not visible to the client: {metadata and metadata.error}")
-        time.sleep(0.05)
 
 
 def prefill(bootstrap: str, size: int, total_bytes: int) -> None:
@@ -829,14 +773,15 @@ def table_row(case: Case, reference: Case) -> tuple[str, float | None]:
     wire = case.wire_ratio
     cycles = case.cycles()
     cycles_text = "-" if cycles is None else f"{cycles[0] / case.quota:.3f}x{cycles[1]}"
-    ratio: float | None = rate / case.quota
+    observed = rate / case.quota
+    ratio: float | None = observed
     if ref_rate < case.quota:
         note = f"reference below the quota: not bindable (observed/reference {rate / ref_rate:.3f})"
         ratio_text = cycles_text = "n/a"
         ratio = None
     else:
-        ratio_text = f"{ratio:.3f}"
-        note = "within 3 %" if abs(ratio - 1) <= 0.03 else "OFF TARGET"
+        ratio_text = f"{observed:.3f}"
+        note = "within 3 %" if abs(observed - 1) <= 0.03 else "OFF TARGET"
         if ref_rate < MARGIN * case.quota:
             note += f"; reference < {MARGIN:g} x quota: may be client-bound"
     if case.errors:

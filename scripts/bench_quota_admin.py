@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Quota administration throughput and resolution cost, with 100 and 10,000 entities.
 
-    .venv/bin/python scripts/bench_quota_admin [--requests 2000] [--sizes 100,10000]
+    .venv/bin/python scripts/bench_quota_admin.py [--requests 2000] [--sizes 100,10000]
 
 The broker runs as a `python -m broker` subprocess (no shared GIL with this client). For
 each entity count N it first loads N entities (users with a producer_byte_rate), then
@@ -21,88 +21,59 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import socket
-import struct
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.metadata import ApiVersionsRequest
 
-from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest  # noqa: E402
-from kafka.protocol.metadata import ApiVersionsRequest  # noqa: E402
-
-from quotas.entity import QuotaEntity  # noqa: E402
-from quotas.resolution import QuotaIndex  # noqa: E402
+from broker.harness.process import BrokerProcess, BrokerProcessError
+from broker.harness.wire import encode_request, exchange, quota_alteration
+from quotas.entity import QuotaEntity
+from quotas.resolution import QuotaIndex
 
 ALTER_BATCH = 100
+CLIENT_ID = "bench"
 
 
-def start_broker() -> tuple[subprocess.Popen[bytes], int]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "broker", "--port", "0", "--log-level", "info"],
-        stderr=subprocess.PIPE,
-        cwd=Path(__file__).resolve().parent.parent,
-    )
-    assert proc.stderr is not None
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline().decode()
-        found = re.search(r"listening on PLAINTEXT://[^:]+:(\d+)", line)
-        if found:
-            return proc, int(found.group(1))
-    proc.kill()
-    raise SystemExit("broker did not start")
+def start_broker() -> BrokerProcess:
+    broker = BrokerProcess("--port", "0", "--log-level", "info")
+    try:
+        broker.wait_listening(timeout=30)
+    except BrokerProcessError as exc:
+        broker.kill()
+        raise SystemExit(f"broker did not start: {exc}") from None
+    return broker
 
 
-class Wire:
-    """One connection; sends a pre-encoded frame and waits for its response."""
-
-    def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-
-    def round_trip(self, frame: bytes) -> bytes:
-        self.sock.sendall(frame)
-        size = struct.unpack(">i", self._read(4))[0]
-        return self._read(size)
-
-    def _read(self, count: int) -> bytes:
-        chunks = bytearray()
-        while len(chunks) < count:
-            chunk = self.sock.recv(count - len(chunks))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            chunks += chunk
-        return bytes(chunks)
+def connect(broker: BrokerProcess) -> socket.socket:
+    """One connection, Nagle off: requests go out at once, one in flight at a time."""
+    sock = socket.create_connection(broker.address())
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
 
 
-def frame(request: object, version: int, correlation_id: int = 1) -> bytes:
-    request.with_header(correlation_id=correlation_id, client_id="bench")  # type: ignore[attr-defined]
-    return bytes(request.encode(version=version, header=True, framed=True))  # type: ignore[attr-defined]
+def frame(request: object, version: int) -> bytes:
+    """A pre-encoded request: client cost stays out of the timings."""
+    return encode_request(request, 1, CLIENT_ID, version)
 
 
 def alter_frame(first: int, count: int, value: float) -> bytes:
-    entry = AlterClientQuotasRequest.EntryData
+    """AlterClientQuotas v1: producer_byte_rate `value` for users user-<first> ..."""
     entries = [
-        entry(
-            entity=[entry.EntityData(entity_type="user", entity_name=f"user-{i}")],
-            ops=[entry.OpData(key="producer_byte_rate", value=value, remove=False)],
-        )
-        for i in range(first, first + count)
+        quota_alteration([("user", f"user-{i}")], {"producer_byte_rate": value}) for i in range(first, first + count)
     ]
     return frame(AlterClientQuotasRequest(entries=entries, validate_only=False), 1)
 
 
-def measure(wire: Wire, frames: list[bytes]) -> tuple[float, float, float]:
+def measure(sock: socket.socket, frames: list[bytes]) -> tuple[float, float, float]:
     """(requests/s, p50 ms, p99 ms) over the frames, one in flight."""
     latencies = []
     start = time.perf_counter()
     for payload in frames:
         sent = time.perf_counter()
-        wire.round_trip(payload)
+        exchange(sock, payload)
         latencies.append(time.perf_counter() - sent)
     elapsed = time.perf_counter() - start
     latencies.sort()
@@ -122,21 +93,19 @@ def resolution_cost_ns(entities: int, lookups: int = 200_000) -> float:
     return (time.perf_counter_ns() - start) / lookups
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000, help="requests per measurement")
     parser.add_argument("--sizes", default="100,10000", help="entity counts")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"bench_quota_admin: python {sys.version.split()[0]}, pid {os.getpid()}, {args.requests} requests each")
     print(f"{'entities':>9} {'request':<28} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs ApiVersions':>15}")
     resolution: dict[int, float] = {}
     for size in sizes:
-        proc, port = start_broker()
-        try:
-            wire = Wire(port)
+        with start_broker() as broker, connect(broker) as wire:
             for first in range(0, size, 1000):
-                wire.round_trip(alter_frame(first, min(1000, size - first), 1024.0))
+                exchange(wire, alter_frame(first, min(1000, size - first), 1024.0))
             reference = measure(wire, [frame(ApiVersionsRequest(), 3)] * args.requests)
             describe = DescribeClientQuotasRequest(
                 components=[DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=2, match=None)],
@@ -159,9 +128,6 @@ def main() -> int:
             ]
             for name, (rate, p50, p99) in rows:
                 print(f"{size:>9} {name:<28} {rate:>9.0f} {p50:>8.3f} {p99:>8.3f} {rate / reference[0]:>15.3f}")
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
         resolution[size] = resolution_cost_ns(size)
     base = resolution[sizes[0]]
     for size in sizes:

@@ -29,10 +29,10 @@ by row, every count and percentile exactly).
 Prints the time per query and engine, the ratio Spark/DuckDB and rows/s per size; the
 target is Spark's query time <= 3 x DuckDB's at 10M rows.
 
-    .venv/bin/python scripts/bench_spark                    # 1M and 10M rows
-    .venv/bin/python scripts/bench_spark --quick            # 100k and 1M, one repeat
-    .venv/bin/python scripts/bench_spark --data /tmp/bench  # keep (and reuse) the data
-    .venv/bin/python scripts/bench_spark --conf spark.sql.files.maxPartitionBytes=128m
+    .venv/bin/python scripts/bench_spark.py                    # 1M and 10M rows
+    .venv/bin/python scripts/bench_spark.py --quick            # 100k and 1M, one repeat
+    .venv/bin/python scripts/bench_spark.py --data /tmp/bench  # keep (and reuse) the data
+    .venv/bin/python scripts/bench_spark.py --conf spark.sql.files.maxPartitionBytes=128m
 
 Exit status: 0 when every run completed (with `--check-target`, 3 if the target was not
 met at the largest size), 1 on a failure (such as the engines disagreeing).
@@ -50,9 +50,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 ROWS_PER_FILE = 100_000
 ROWS_PER_BROKER = 1_000_000

@@ -28,12 +28,13 @@ first requests (kafka-python's protocol code generation), the same in both runs.
 Run it with the project's Python (the broker's dependencies and confluent-kafka must be
 importable):
 
-    .venv/bin/python scripts/bench_throughput                 # 1,000,000 x 100 B
-    .venv/bin/python scripts/bench_throughput --quick         # 100,000 x 100 B smoke run
-    .venv/bin/python scripts/bench_throughput --messages 20000 --size 100 --topics 4
-    .venv/bin/python scripts/bench_throughput --quota-entities 3000  # more quota entities
+    .venv/bin/python scripts/bench_throughput.py                 # 1,000,000 x 100 B
+    .venv/bin/python scripts/bench_throughput.py --repeat 3      # figures to quote
+    .venv/bin/python scripts/bench_throughput.py --quick         # 100,000 x 100 B smoke run
+    .venv/bin/python scripts/bench_throughput.py --messages 20000 --size 100 --topics 4
+    .venv/bin/python scripts/bench_throughput.py --quota-entities 3000  # more quota entities
 
-or as `scripts/bench_throughput ...` with the virtualenv activated (the shebang is
+or as `scripts/bench_throughput.py ...` with the virtualenv activated (the shebang is
 `/usr/bin/env python3`). `--repeat 3` runs three rounds, each on a fresh broker and a fresh
 mock, and compares the best rates: single runs are noisy on small shared machines.
 
@@ -73,26 +74,20 @@ import logging
 import math
 import os
 import re
-import signal
 import socket
-import struct
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from kafka.protocol.admin import (
-    AlterClientQuotasRequest,
-    AlterClientQuotasResponse,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
-)
+from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
-ROOT = Path(__file__).resolve().parent.parent
+from broker.harness.clients import ClientLog, client_logger, wait_for_topic
+from broker.harness.process import BrokerProcess, BrokerProcessError
+from broker.harness.wire import quota_alteration, round_trip
 
 MOCK_PARTITION_MAX_BYTES = 5 * 1024 * 1024  # librdkafka rd_kafka_mock_partition_init(): max_size
 RETENTION_BUDGET = 0.6  # fill at most this share of it
@@ -101,6 +96,7 @@ STALL_SECONDS = 30.0  # a phase fails when no progress is made for this long
 CLIENT_ID = "bench-throughput"  # the producer's and the consumer's, in every run
 UNREACHABLE_BYTE_RATE = 1e12  # bytes/s: quotas that are set but never bind
 UNREACHABLE_REQUEST_PERCENTAGE = 1e6  # % of one request thread
+QUOTA_SETUP_CLIENT_ID = "bench-quota-setup"  # the client-id of the AlterClientQuotas requests
 
 
 class BenchError(RuntimeError):
@@ -131,24 +127,9 @@ class Rates:
         return self.messages * self.size / self.consume_s / 1e6
 
 
-class _ClientLog(logging.Handler):
-    """Keeps librdkafka's log lines instead of letting them reach stderr."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.lines: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(record.getMessage())
-
-
-def _client_logger(name: str) -> tuple[logging.Logger, _ClientLog]:
-    logger = logging.getLogger(f"bench.{name}")
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    handler = _ClientLog()
-    logger.handlers[:] = [handler]
-    return logger, handler
+def _client_logger(name: str) -> tuple[logging.Logger, ClientLog]:
+    """librdkafka's log lines, kept instead of reaching stderr."""
+    return client_logger(name, logging.DEBUG)
 
 
 class LibrdkafkaMock:
@@ -177,78 +158,25 @@ class LibrdkafkaMock:
         del self._owner
 
 
-class BrokerProcess:
-    """`python -m broker` on a free port, with its log in a temporary file."""
-
-    def __init__(self, partitions: int, metrics: bool = False) -> None:
-        self.port = _free_port()
-        self._log = tempfile.NamedTemporaryFile(prefix="bench-broker-", suffix=".log", delete=False)
-        self._metrics_dir = tempfile.TemporaryDirectory(prefix="bench-metrics-") if metrics else None
-        cmd = [
-            sys.executable,
-            "-m",
-            "broker",
-            "--port",
-            str(self.port),
-            "--override",
-            "log.retention.bytes=-1",
-            "--override",
-            f"num.partitions={partitions}",
-        ]
-        if self._metrics_dir is not None:
-            cmd += ["--metrics-dir", self._metrics_dir.name]
-        self._proc = subprocess.Popen(
-            cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT
-        )
-        self.bootstrap_servers = f"127.0.0.1:{self.port}"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and self._proc.poll() is None:
-            if f"listening on PLAINTEXT://127.0.0.1:{self.port}" in self.log_text():
-                return
-            time.sleep(0.05)
-        text = self.log_text()
-        self.close()
-        raise BenchError(f"broker did not start within 30 s (exit status {self._proc.returncode}):\n{text}")
-
-    def log_text(self) -> str:
-        return Path(self._log.name).read_text(errors="replace")
-
-    def cpu_seconds(self) -> float | None:
-        """User + system CPU time of the broker process so far (Linux /proc; else None)."""
-        try:
-            fields = Path(f"/proc/{self._proc.pid}/stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            return None
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-    def close(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGTERM)
-            try:
-                self._proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
-        self._log.close()
-        os.unlink(self._log.name)
-        if self._metrics_dir is not None:
-            self._metrics_dir.cleanup()
+@contextmanager
+def start_broker(partitions: int, metrics: bool = False) -> Iterator[BrokerProcess]:
+    """`python -m broker` on a free port, with `partitions` per auto-created topic and,
+    with `metrics`, the metrics sink writing to a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="bench-metrics-") as metrics_dir:
+        args = ["--port", "0", "--override", "log.retention.bytes=-1", "--override", f"num.partitions={partitions}"]
+        if metrics:
+            args += ["--metrics-dir", metrics_dir]
+        with BrokerProcess(*args) as broker:
+            broker.wait_listening(timeout=30)
+            yield broker
 
 
 def configure_quotas(bootstrap: str, others: int) -> None:
     """Quotas that apply to the benchmark's client-id but never bind, plus `others`
     entities of every family, set with AlterClientQuotas and checked with
     DescribeClientQuotas."""
-    entry = AlterClientQuotasRequest.EntryData
-
-    def alteration(entity: list[tuple[str, str]], values: dict[str, float]) -> object:
-        return entry(
-            entity=[entry.EntityData(entity_type=t, entity_name=n) for t, n in entity],
-            ops=[entry.OpData(key=k, value=v, remove=False) for k, v in values.items()],
-        )
-
     entries = [
-        alteration(
+        quota_alteration(
             [("client-id", CLIENT_ID)],
             {
                 "producer_byte_rate": UNREACHABLE_BYTE_RATE,
@@ -266,76 +194,35 @@ def configure_quotas(bootstrap: str, others: int) -> None:
             entity = [("client-id", f"app-{i}")]
         else:
             entity = [("user", f"user-{i}"), ("client-id", f"app-{i}")]
-        entries.append(alteration(entity, ordinary))
+        entries.append(quota_alteration(entity, ordinary))
     host, _, port = bootstrap.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=30) as sock:
-        response = _round_trip(sock, AlterClientQuotasRequest(entries=entries, validate_only=False), 1)
+        alter = AlterClientQuotasRequest(entries=entries, validate_only=False)
+        response = round_trip(sock, alter, 1, QUOTA_SETUP_CLIENT_ID, version=1)
         refused = [e for e in response.entries if e.error_code]
         if refused:
             raise BenchError(f"AlterClientQuotas refused {len(refused)} entities: {refused[0]}")
-        described = _round_trip(sock, DescribeClientQuotasRequest(components=[], strict=False), 2)
+        describe = DescribeClientQuotasRequest(components=[], strict=False)
+        described = round_trip(sock, describe, 2, QUOTA_SETUP_CLIENT_ID, version=1)
         if described.error_code or len(described.entries) != others + 1:
             raise BenchError(
                 f"DescribeClientQuotas: {described.error_code}, {len(described.entries or [])} entities"
             )
 
 
-def _round_trip(sock: socket.socket, request: object, correlation_id: int) -> object:
-    request.with_header(correlation_id=correlation_id, client_id="bench-quota-setup")  # type: ignore[attr-defined]
-    sock.sendall(bytes(request.encode(version=1, header=True, framed=True)))  # type: ignore[attr-defined]
-    (size,) = struct.unpack(">i", _recv(sock, 4))
-    response_class = (
-        AlterClientQuotasResponse
-        if isinstance(request, AlterClientQuotasRequest)
-        else DescribeClientQuotasResponse
-    )
-    return response_class.decode(_recv(sock, size), version=1, header=True)
-
-
-def _recv(sock: socket.socket, count: int) -> bytes:
-    data = bytearray()
-    while len(data) < count:
-        chunk = sock.recv(count - len(data))
-        if not chunk:
-            raise BenchError("the broker closed the connection while quotas were being set")
-        data += chunk
-    return bytes(data)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _errors(lines: list[str]) -> list[str]:
-    return [line for line in lines if "rror" in line or "FAIL" in line]
-
-
 def probe_mock_partitions(bootstrap: str) -> int:
     """Partition count the mock gives an auto-created topic (its `defaults.partition_cnt`)."""
     producer = Producer({"bootstrap.servers": bootstrap, "logger": _client_logger("probe")[0]})
     try:
-        return len(_create_topics(producer, ["bench-probe"])["bench-probe"])
+        return len(wait_for_topic(producer, "bench-probe", time.monotonic() + 30))
     finally:
         producer.flush(1)
 
 
 def _create_topics(producer: Producer, topics: list[str]) -> dict[str, list[int]]:
     """Auto-creates `topics` through Metadata requests; returns each topic's partitions."""
-    found: dict[str, list[int]] = {}
     deadline = time.monotonic() + 30
-    for topic in topics:
-        while True:
-            metadata = producer.list_topics(topic, timeout=10).topics.get(topic)
-            if metadata is not None and metadata.error is None and metadata.partitions:
-                if all(p.leader >= 0 for p in metadata.partitions.values()):
-                    found[topic] = sorted(metadata.partitions)
-                    break
-            if time.monotonic() > deadline:
-                raise BenchError(f"topic {topic} was not auto-created: {metadata and metadata.error}")
-            time.sleep(0.05)
-    return found
+    return {topic: wait_for_topic(producer, topic, deadline) for topic in topics}
 
 
 def run(
@@ -400,7 +287,7 @@ def produce_phase(
     produce_s = time.perf_counter() - start
     clock_edge()
     if left:
-        raise BenchError(f"{left} messages not delivered; client errors: {errors or _errors(plines.lines)}")
+        raise BenchError(f"{left} messages not delivered; client errors: {errors or plines.errors()}")
     return targets, produce_s
 
 
@@ -443,7 +330,7 @@ def consume_phase(
                 errors.extend(str(e) for e in failed)
             elif now - last_progress > STALL_SECONDS:
                 raise BenchError(
-                    f"consumer stalled at {read}/{messages}; client errors: {errors or _errors(clines.lines)}"
+                    f"consumer stalled at {read}/{messages}; client errors: {errors or clines.errors()}"
                 )
         consume_s = time.perf_counter() - start
         clock_edge()
@@ -553,23 +440,17 @@ def main(argv: list[str] | None = None) -> int:
                 # Plain, with quotas and with the metrics sink, rotating which goes first.
                 variants = (OURS, QUOTAS, METRICS)
                 for name in variants[round_ % 3 :] + variants[: round_ % 3]:
-                    broker = BrokerProcess(partitions, metrics=name == METRICS)
-                    try:
+                    with start_broker(partitions, metrics=name == METRICS) as broker:
+                        bootstrap = broker.bootstrap_servers()
                         if name == QUOTAS:
-                            configure_quotas(broker.bootstrap_servers, args.quota_entities)
-                        results[name].append(
-                            run(
-                                broker.bootstrap_servers, topics, args.messages, args.size, broker.cpu_seconds
-                            )
-                        )
-                    finally:
-                        broker.close()
+                            configure_quotas(bootstrap, args.quota_entities)
+                        results[name].append(run(bootstrap, topics, args.messages, args.size, broker.cpu_seconds))
                     _report_line(name, results[name][-1])
                 results[THEIRS].append(run(mock.bootstrap_servers, topics, args.messages, args.size))
                 _report_line(THEIRS, results[THEIRS][-1])
             finally:
                 mock.close()
-    except (BenchError, KafkaException, OSError) as exc:
+    except (BenchError, BrokerProcessError, KafkaException, OSError) as exc:
         print(f"bench_throughput: FAILED: {exc}", file=sys.stderr, flush=True)
         return 1
 

@@ -41,8 +41,9 @@ from pyspark.sql.streaming import StreamingQuery
 from pyspark.sql.types import StructType
 
 from spark import jobs
+from spark.jobs import spark_schema
 from spark.report import Progress, report_header, write_index
-from spark.schema import COLUMN_NAMES, spark_schema
+from spark.schema import COLUMN_NAMES
 
 COMPLETE_TABLES = ("api_errors", "api_latency", "client_software", "top_offenders")
 

@@ -34,10 +34,10 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window, types
 from pyspark.sql import functions as F
 
-from spark.schema import COLUMN_NAMES, spark_schema
+from spark.schema import COLUMN_NAMES, COLUMNS, SPARK_TYPES
 
 # The APIs with a quota of their own besides the request quota, by API key (Kafka's
 # protocol numbers, from which the sink writes api_name): the quota windows classify rows
@@ -78,6 +78,12 @@ _UNITS_MS = {
 }
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
 
+
+def spark_schema() -> types.StructType:
+    """The metrics schema (spark/schema.py) as a pyspark StructType, given to readers up front."""
+    return types.StructType(
+        [types.StructField(c.name, getattr(types, SPARK_TYPES[c.kind])(), c.nullable) for c in COLUMNS]
+    )
 
 def parse_window(text: str) -> int:
     """ "10s", "500ms", "1m", "2 hours" -> milliseconds (a positive integer)."""

@@ -64,7 +64,7 @@ _ARROW_TYPES = {
     "double": lambda pa: pa.float64(),
     "string": lambda pa: pa.string(),
 }
-_SPARK_TYPES = {
+SPARK_TYPES = {  # pyspark.sql.types class per kind (spark.jobs builds the StructType)
     "timestamp_us": "TimestampType",
     "int16": "ShortType",
     "int32": "IntegerType",
@@ -80,12 +80,3 @@ def arrow_schema() -> Any:
 
     fields = [pa.field(c.name, _ARROW_TYPES[c.kind](pa), nullable=c.nullable) for c in COLUMNS]
     return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
-
-
-def spark_schema() -> Any:
-    """The same schema as a pyspark StructType, given to readers up front."""
-    from pyspark.sql import types
-
-    return types.StructType(
-        [types.StructField(c.name, getattr(types, _SPARK_TYPES[c.kind])(), c.nullable) for c in COLUMNS]
-    )

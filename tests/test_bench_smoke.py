@@ -1,9 +1,9 @@
 """Smoke runs of the benchmark scripts: they complete and report their ratios.
 
 Timing is not asserted (shared CI machines are too noisy for that); the full runs, with
-their targets, are `.venv/bin/python scripts/bench_throughput` (>= 0.5 against
+their targets, are `.venv/bin/python scripts/bench_throughput.py` (>= 0.5 against
 librdkafka's mock, >= 0.95 with quotas set) and `.venv/bin/python
-scripts/bench_quota_accuracy` (|observed / quota - 1| <= 0.03).
+scripts/bench_quota_accuracy.py` (|observed / quota - 1| <= 0.03).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-SCRIPT = SCRIPTS / "bench_throughput"
+SCRIPT = SCRIPTS / "bench_throughput.py"
 
 
 @pytest.mark.slow
@@ -41,7 +41,7 @@ def test_bench_throughput_smoke() -> None:
 @pytest.mark.slow
 def test_bench_quota_admin_smoke() -> None:
     run = subprocess.run(
-        [sys.executable, str(SCRIPTS / "bench_quota_admin"), "--requests", "50", "--sizes", "10,200"],
+        [sys.executable, str(SCRIPTS / "bench_quota_admin.py"), "--requests", "50", "--sizes", "10,200"],
         cwd=SCRIPTS.parent,
         capture_output=True,
         text=True,
@@ -63,7 +63,7 @@ def test_bench_quota_accuracy_smoke() -> None:
     run = subprocess.run(
         [
             sys.executable,
-            str(SCRIPTS / "bench_quota_accuracy"),
+            str(SCRIPTS / "bench_quota_accuracy.py"),
             *("--seconds", "2", "--warmup", "1", "--reference-seconds", "1"),
             *("--quotas", "1", "--prefill-mib", "4", "--timeline"),
         ],

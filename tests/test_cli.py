@@ -13,7 +13,6 @@ import signal
 import socket
 import struct
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -22,39 +21,24 @@ from pathlib import Path
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.protocol.consumer import FetchRequest, FetchResponse
+from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from tests.broker_process import REPO, START_TIMEOUT, BrokerProcess
-from tests.wire import recv_exactly
+from broker.harness.process import START_TIMEOUT, BrokerProcess, broker_processes, run_broker
+from broker.harness.wire import decode_response, encode_request, read_frame, round_trip
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., BrokerProcess]]:
-    started: list[BrokerProcess] = []
-
-    def start(*args: str) -> BrokerProcess:
-        process = BrokerProcess(*args)
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.kill()
+    with broker_processes() as start:
+        yield start
 
 
 def run_to_exit(*args: str, timeout: float = START_TIMEOUT) -> subprocess.CompletedProcess[str]:
     """Runs a broker that is expected to exit by itself (start-up errors)."""
-    return subprocess.run(
-        [sys.executable, "-m", "broker", *args],
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    return run_broker(*args, timeout=timeout)
 
 
 # -- ports ------------------------------------------------------------------------------
@@ -90,8 +74,7 @@ def api_versions_ok(port: int, host: str = "127.0.0.1") -> bool:
     """An ApiVersions v0 round trip: the broker's loop is past start-up and serving."""
     with socket.create_connection((host, port), timeout=5) as sock:
         sock.sendall(struct.pack(">ihhih", 10, 18, 0, 42, 0))
-        size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-        correlation_id, error = struct.unpack_from(">ih", recv_exactly(sock, size))
+        correlation_id, error = struct.unpack_from(">ih", read_frame(sock))
     return (correlation_id, error) == (42, 0)
 
 
@@ -99,11 +82,8 @@ def raw_metadata(port: int, topic: str, auto_create: bool) -> MetadataResponse:
     request = MetadataRequest[12](
         topics=[MetadataRequest.MetadataRequestTopic(name=topic)], allow_auto_topic_creation=auto_create
     )
-    request.with_header(correlation_id=1, client_id="cli-test")
     with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
-        sock.sendall(request.encode(header=True, framed=True))
-        size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-        return MetadataResponse.decode(recv_exactly(sock, size), version=12, header=True)
+        return round_trip(sock, request, 1, "cli-test")
 
 
 def produce_and_consume(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -296,15 +276,13 @@ def test_signal_while_consumer_long_polls(spawn: Callable[..., BrokerProcess], s
                 )
             ],
         )
-        request.with_header(correlation_id=9, client_id="parked")
         with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            sock.sendall(request.encode(header=True, framed=True))
+            sock.sendall(encode_request(request, 9, "parked"))
             time.sleep(0.3)
             started = time.monotonic()
             broker.proc.send_signal(sig)
             # The parked fetch is answered (empty) before its connection closes.
-            size = struct.unpack(">i", recv_exactly(sock, 4))[0]
-            response = FetchResponse.decode(recv_exactly(sock, size), version=12, header=True)
+            response = decode_response(request, read_frame(sock))
             assert response.header.correlation_id == 9
             assert response.error_code == 0
             assert not response.responses[0].partitions[0].records

@@ -27,22 +27,9 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 from broker import MockCluster
 from broker.context import RequestContext
 from broker.handlers import HANDLERS
-from broker.state.groups import (
-    COORDINATOR_NOT_AVAILABLE,
-    DEAD,
-    GROUP_ID_NOT_FOUND,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_GROUP_ID,
-    INVALID_REQUEST,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    NOT_COORDINATOR,
-    UNKNOWN_MEMBER_ID,
-    UNKNOWN_TOPIC_ID,
-    UNKNOWN_TOPIC_OR_PARTITION,
-    OffsetCommit,
-)
+from broker.state.groups import DEAD, OffsetCommit
 from messages.registry import request_class, response_class
+from protocol.errors import ErrorCode
 
 Protocol = JoinGroupRequest.JoinGroupRequestProtocol
 CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -117,7 +104,7 @@ async def stable_member(cluster: MockCluster, group: str) -> tuple[str, int]:
             SyncGroupRequest.SyncGroupRequestAssignment(member_id=joined.member_id, assignment=b"a")
         ],
     )
-    assert (await call(cluster, node, sync, 5)).error_code == NONE
+    assert (await call(cluster, node, sync, 5)).error_code == ErrorCode.NONE
     return joined.member_id, joined.generation_id
 
 
@@ -127,7 +114,7 @@ async def test_find_coordinator_single_key(cluster: MockCluster, version: int) -
     group = group_on(cluster, 2)
     response = await call(cluster, 0, FindCoordinatorRequest(key=group, key_type=0), version)
     broker = cluster.state.brokers[2]
-    assert (response.error_code, response.node_id) == (NONE, 2)
+    assert (response.error_code, response.node_id) == (ErrorCode.NONE, 2)
     assert (response.host, response.port) == broker.endpoint("PLAINTEXT")
     if version >= 1:
         assert response.error_message == "NONE"
@@ -137,22 +124,25 @@ async def test_find_coordinator_batched_and_unsupported_key_types(cluster: MockC
     keys = [group_on(cluster, 0), group_on(cluster, 1)]
     response = await call(cluster, 2, FindCoordinatorRequest(key_type=0, coordinator_keys=keys), 4)
     assert [(c.key, c.node_id, c.error_code) for c in response.coordinators] == [
-        (keys[0], 0, NONE),
-        (keys[1], 1, NONE),
+        (keys[0], 0, ErrorCode.NONE),
+        (keys[1], 1, ErrorCode.NONE),
     ]
     txn = await call(cluster, 0, FindCoordinatorRequest(key_type=1, coordinator_keys=["tx"]), 4)
     assert [(c.error_code, c.node_id, c.port) for c in txn.coordinators] == [
-        (COORDINATOR_NOT_AVAILABLE, -1, -1)
+        (ErrorCode.COORDINATOR_NOT_AVAILABLE, -1, -1)
     ]
     bogus = await call(cluster, 0, FindCoordinatorRequest(key="g", key_type=7), 3)
-    assert (bogus.error_code, bogus.node_id) == (INVALID_REQUEST, -1)
+    assert (bogus.error_code, bogus.node_id) == (ErrorCode.INVALID_REQUEST, -1)
 
 
 async def test_find_coordinator_moves_when_the_coordinator_stops(cluster: MockCluster) -> None:
     group = group_on(cluster, 1)
     await cluster.brokers[1].stop()
     response = await call(cluster, 0, FindCoordinatorRequest(key=group, key_type=0), 3)
-    assert response.error_code == NONE and response.node_id == cluster.groups.coordinator_for(group) != 1
+    assert (
+        response.error_code == ErrorCode.NONE
+        and response.node_id == cluster.groups.coordinator_for(group) != 1
+    )
 
 
 # -- routing ------------------------------------------------------------------------------
@@ -160,17 +150,17 @@ async def test_group_requests_at_the_wrong_broker_get_not_coordinator(cluster: M
     group = group_on(cluster, 1)
     join = await call(cluster, 0, join_request(group), 5)
     assert (join.error_code, join.member_id, join.generation_id, join.protocol_name) == (
-        NOT_COORDINATOR,
+        ErrorCode.NOT_COORDINATOR,
         "",
         -1,
         "",
     )
     heartbeat = HeartbeatRequest(group_id=group, generation_id=1, member_id="m", group_instance_id=None)
-    assert (await call(cluster, 2, heartbeat, 4)).error_code == NOT_COORDINATOR
+    assert (await call(cluster, 2, heartbeat, 4)).error_code == ErrorCode.NOT_COORDINATOR
     leave = LeaveGroupRequest(
         group_id=group, members=[Identity(member_id="m", group_instance_id=None, reason=None)]
     )
-    assert (await call(cluster, 0, leave, 5)).error_code == NOT_COORDINATOR
+    assert (await call(cluster, 0, leave, 5)).error_code == ErrorCode.NOT_COORDINATOR
 
     commit = OffsetCommitRequest(
         group_id=group,
@@ -193,46 +183,51 @@ async def test_group_requests_at_the_wrong_broker_get_not_coordinator(cluster: M
         ],
     )
     errors = {t.name: t.partitions[0].error_code for t in (await call(cluster, 0, commit, 8)).topics}
-    assert errors == {"t": NOT_COORDINATOR, "missing": UNKNOWN_TOPIC_OR_PARTITION}
+    assert errors == {"t": ErrorCode.NOT_COORDINATOR, "missing": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
 
     fetch_v1 = OffsetFetchRequest(group_id=group, topics=[FetchTopic(name="t", partition_indexes=[0, 1])])
     v1 = await call(cluster, 0, fetch_v1, 1)
-    assert [p.error_code for p in v1.topics[0].partitions] == [NOT_COORDINATOR, NOT_COORDINATOR]
+    assert [p.error_code for p in v1.topics[0].partitions] == [
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.NOT_COORDINATOR,
+    ]
     v7 = await call(cluster, 0, OffsetFetchRequest(group_id=group, topics=None, require_stable=False), 7)
-    assert (v7.error_code, v7.topics) == (NOT_COORDINATOR, [])
+    assert (v7.error_code, v7.topics) == (ErrorCode.NOT_COORDINATOR, [])
     v8 = await call(
         cluster,
         0,
         OffsetFetchRequest(groups=[FetchGroup(group_id=group, topics=None)], require_stable=False),
         8,
     )
-    assert [(g.group_id, g.error_code) for g in v8.groups] == [(group, NOT_COORDINATOR)]
+    assert [(g.group_id, g.error_code) for g in v8.groups] == [(group, ErrorCode.NOT_COORDINATOR)]
 
     described = await call(
         cluster, 0, DescribeGroupsRequest(groups=[group], include_authorized_operations=False), 5
     )
-    assert described.groups[0].error_code == NOT_COORDINATOR
+    assert described.groups[0].error_code == ErrorCode.NOT_COORDINATOR
     deleted = await call(cluster, 0, DeleteGroupsRequest(groups_names=[group]), 2)
-    assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, NOT_COORDINATOR)]
+    assert [(r.group_id, r.error_code) for r in deleted.results] == [(group, ErrorCode.NOT_COORDINATOR)]
 
 
 async def test_empty_group_id_is_invalid_before_routing(cluster: MockCluster) -> None:
-    assert (await call(cluster, 0, join_request(""), 5)).error_code == INVALID_GROUP_ID
+    assert (await call(cluster, 0, join_request(""), 5)).error_code == ErrorCode.INVALID_GROUP_ID
     heartbeat = HeartbeatRequest(group_id="", generation_id=1, member_id="m", group_instance_id=None)
-    assert (await call(cluster, 1, heartbeat, 4)).error_code == INVALID_GROUP_ID
+    assert (await call(cluster, 1, heartbeat, 4)).error_code == ErrorCode.INVALID_GROUP_ID
 
 
 # -- JoinGroup / SyncGroup / LeaveGroup versions --------------------------------------------
 async def test_join_group_versions(cluster: MockCluster) -> None:
     group = group_on(cluster, 0)
     old = await call(cluster, 0, join_request(group), 3, client_id="old-client")
-    assert old.error_code == NONE and old.member_id.startswith("old-client-")  # no KIP-394 before v4
+    assert old.error_code == ErrorCode.NONE and old.member_id.startswith(
+        "old-client-"
+    )  # no KIP-394 before v4
     assert (old.generation_id, old.protocol_name, old.leader) == (1, "range", old.member_id)
     assert [(m.member_id, m.metadata) for m in old.members] == [(old.member_id, b"meta")]
 
     other = group_on(cluster, 0, "fresh")
     required = await call(cluster, 0, join_request(other), 4)
-    assert required.error_code == MEMBER_ID_REQUIRED and required.member_id
+    assert required.error_code == ErrorCode.MEMBER_ID_REQUIRED and required.member_id
     joined = await call(cluster, 0, join_request(other, required.member_id), 7)
     assert (joined.protocol_type, joined.protocol_name) == ("consumer", "range")
     described = cluster.groups.describe_group(other)
@@ -250,15 +245,15 @@ async def test_sync_group_v5_requires_protocol_type_and_name(cluster: MockCluste
         protocol_name="range",
         assignments=[],
     )
-    assert (await call(cluster, 0, sync, 5)).error_code == INCONSISTENT_GROUP_PROTOCOL
-    assert (await call(cluster, 0, sync, 4)).error_code == UNKNOWN_MEMBER_ID
+    assert (await call(cluster, 0, sync, 5)).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert (await call(cluster, 0, sync, 4)).error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 async def test_leave_group_single_and_batched(cluster: MockCluster) -> None:
     group = group_on(cluster, 0)
     member_id, _ = await stable_member(cluster, group)
     v1 = await call(cluster, 0, LeaveGroupRequest(group_id=group, member_id="stranger"), 1)
-    assert v1.error_code == UNKNOWN_MEMBER_ID  # the member's error, at the top level
+    assert v1.error_code == ErrorCode.UNKNOWN_MEMBER_ID  # the member's error, at the top level
     batch = LeaveGroupRequest(
         group_id=group,
         members=[
@@ -267,10 +262,10 @@ async def test_leave_group_single_and_batched(cluster: MockCluster) -> None:
         ],
     )
     v5 = await call(cluster, 0, batch, 5)
-    assert v5.error_code == NONE
+    assert v5.error_code == ErrorCode.NONE
     assert [(m.member_id, m.error_code) for m in v5.members] == [
-        (member_id, NONE),
-        ("stranger", UNKNOWN_MEMBER_ID),
+        (member_id, ErrorCode.NONE),
+        ("stranger", ErrorCode.UNKNOWN_MEMBER_ID),
     ]
     assert cluster.groups.describe_group(group).state == "Empty"  # type: ignore[union-attr]
 
@@ -312,8 +307,8 @@ async def test_offset_commit_and_fetch_by_topic_id(cluster: MockCluster) -> None
     assert [
         (t.topic_id, [(p.partition_index, p.error_code) for p in t.partitions]) for t in committed.topics
     ] == [
-        (topic_id, [(0, NONE), (1, NONE), (7, UNKNOWN_TOPIC_OR_PARTITION)]),
-        (unknown_id, [(0, UNKNOWN_TOPIC_ID)]),
+        (topic_id, [(0, ErrorCode.NONE), (1, ErrorCode.NONE), (7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]),
+        (unknown_id, [(0, ErrorCode.UNKNOWN_TOPIC_ID)]),
     ]
 
     fetch = OffsetFetchRequest(
@@ -336,7 +331,10 @@ async def test_offset_commit_and_fetch_by_topic_id(cluster: MockCluster) -> None
     assert [
         (t.topic_id, [(p.partition_index, p.committed_offset, p.error_code) for p in t.partitions])
         for t in wanted.topics
-    ] == [(topic_id, [(0, 10, NONE), (2, -1, NONE)]), (unknown_id, [(0, -1, UNKNOWN_TOPIC_ID)])]
+    ] == [
+        (topic_id, [(0, 10, ErrorCode.NONE), (2, -1, ErrorCode.NONE)]),
+        (unknown_id, [(0, -1, ErrorCode.UNKNOWN_TOPIC_ID)]),
+    ]
     assert [
         (
             t.topic_id,
@@ -368,7 +366,7 @@ async def test_offset_fetch_by_name_versions(cluster: MockCluster) -> None:
     missing = await call(
         cluster, 1, OffsetFetchRequest(group_id=group_on(cluster, 1, "nobody"), topics=None), 5
     )
-    assert (missing.error_code, missing.topics) == (NONE, [])
+    assert (missing.error_code, missing.topics) == (ErrorCode.NONE, [])
 
 
 # -- admin ------------------------------------------------------------------------------------
@@ -380,7 +378,7 @@ async def test_describe_groups_versions(cluster: MockCluster) -> None:
     v5 = await call(cluster, 0, request, 5)
     found, dead = v5.groups
     assert (found.error_code, found.group_state, found.protocol_type, found.protocol_data) == (
-        NONE,
+        ErrorCode.NONE,
         "Stable",
         "consumer",
         "range",
@@ -389,9 +387,9 @@ async def test_describe_groups_versions(cluster: MockCluster) -> None:
         (member_id, "tester", b"meta", b"a")
     ]
     assert found.authorized_operations == {3, 6, 8}  # READ, DELETE, DESCRIBE
-    assert (dead.error_code, dead.group_state) == (NONE, DEAD)
+    assert (dead.error_code, dead.group_state) == (ErrorCode.NONE, DEAD)
     v6 = await call(cluster, 0, request, 6)
-    assert (v6.groups[1].error_code, v6.groups[1].group_state) == (GROUP_ID_NOT_FOUND, DEAD)
+    assert (v6.groups[1].error_code, v6.groups[1].group_state) == (ErrorCode.GROUP_ID_NOT_FOUND, DEAD)
     assert v6.groups[1].error_message == f"Group {missing} not found."
 
 
@@ -424,7 +422,7 @@ async def test_delete_groups(cluster: MockCluster) -> None:
     response = await call(cluster, 1, DeleteGroupsRequest(groups_names=[busy, idle, never, idle]), 2)
     results = {r.group_id: r.error_code for r in response.results}
     assert results[busy] == 68  # NON_EMPTY_GROUP
-    assert results[idle] == NONE
-    assert results[never] == GROUP_ID_NOT_FOUND
+    assert results[idle] == ErrorCode.NONE
+    assert results[never] == ErrorCode.GROUP_ID_NOT_FOUND
     assert len(response.results) == len(results)  # duplicates answered once
     assert cluster.groups.fetch_offsets(idle) == {}

@@ -17,26 +17,15 @@ from broker.state.cluster import BrokerNode, ClusterState
 from broker.state.groups import (
     COMPLETING_REBALANCE,
     EMPTY,
-    FENCED_INSTANCE_ID,
-    GROUP_ID_NOT_FOUND,
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_GROUP_ID,
-    INVALID_SESSION_TIMEOUT,
-    MEMBER_ID_REQUIRED,
-    NON_EMPTY_GROUP,
-    NONE,
-    OFFSET_METADATA_TOO_LARGE,
     PREPARING_REBALANCE,
-    REBALANCE_IN_PROGRESS,
     STABLE,
-    UNKNOWN_MEMBER_ID,
     GroupCoordinator,
     JoinResult,
     OffsetCommit,
     java_string_hash,
     kafka_abs,
 )
+from protocol.errors import ErrorCode
 
 RANGE = [("range", b"range-meta")]
 SESSION_MS = 200
@@ -91,7 +80,7 @@ async def join(
 async def join_new(coord: GroupCoordinator, group: str = "g", **kwargs: object) -> JoinResult:
     """A v4+ first join: MEMBER_ID_REQUIRED, then the real join with the given id."""
     first = await join(coord, "", group, **kwargs)  # type: ignore[arg-type]
-    assert first.error == MEMBER_ID_REQUIRED
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
     return await join(coord, first.member_id, group, **kwargs)  # type: ignore[arg-type]
 
 
@@ -101,7 +90,7 @@ async def stable_group(coord: GroupCoordinator, group: str = "g") -> JoinResult:
     synced = await coord.sync_group(
         group, joined.generation_id, joined.member_id, [(joined.member_id, b"a1")]
     )
-    assert synced.error == NONE and synced.assignment == b"a1"
+    assert synced.error == ErrorCode.NONE and synced.assignment == b"a1"
     return joined
 
 
@@ -137,18 +126,18 @@ def test_coordinator_for_uses_offsets_partition_over_live_brokers() -> None:
 # -- joining -------------------------------------------------------------------------
 async def test_first_join_requires_member_id_then_forms_generation(coordinator: GroupCoordinator) -> None:
     first = await join(coordinator, client_id="my-client")
-    assert first.error == MEMBER_ID_REQUIRED
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
     assert first.member_id.startswith("my-client-")
     uuid.UUID(first.member_id[len("my-client-") :])
     joined = await join(coordinator, first.member_id)
-    assert joined.error == NONE
+    assert joined.error == ErrorCode.NONE
     assert joined.generation_id == 1
     assert joined.leader == joined.member_id
     assert joined.protocol_type == "consumer" and joined.protocol_name == "range"
     assert [(m.member_id, m.metadata) for m in joined.members] == [(joined.member_id, b"range-meta")]
     assert state(coordinator) == COMPLETING_REBALANCE
     synced = await coordinator.sync_group("g", 1, joined.member_id, [(joined.member_id, b"assignment")])
-    assert (synced.error, synced.assignment, synced.protocol_name) == (NONE, b"assignment", "range")
+    assert (synced.error, synced.assignment, synced.protocol_name) == (ErrorCode.NONE, b"assignment", "range")
     assert state(coordinator) == STABLE
 
 
@@ -156,19 +145,21 @@ async def test_join_without_member_id_requirement_joins_at_once(coordinator: Gro
     result = await coordinator.join_group(
         "g", "", "consumer", RANGE, SESSION_MS, REBALANCE_MS, require_known_member_id=False
     )
-    assert result.error == NONE and result.generation_id == 1
+    assert result.error == ErrorCode.NONE and result.generation_id == 1
 
 
 async def test_join_validation_errors(coordinator: GroupCoordinator) -> None:
-    assert (await join(coordinator, group="")).error == INVALID_GROUP_ID
-    assert (await join(coordinator, session_ms=5)).error == INVALID_SESSION_TIMEOUT
-    assert (await join(coordinator, session_ms=60001)).error == INVALID_SESSION_TIMEOUT
-    assert (await join(coordinator, protocol_type="")).error == INCONSISTENT_GROUP_PROTOCOL
-    assert (await join(coordinator, protocols=[])).error == INCONSISTENT_GROUP_PROTOCOL
-    assert (await join(coordinator, "someone", group="unknown")).error == UNKNOWN_MEMBER_ID
+    assert (await join(coordinator, group="")).error == ErrorCode.INVALID_GROUP_ID
+    assert (await join(coordinator, session_ms=5)).error == ErrorCode.INVALID_SESSION_TIMEOUT
+    assert (await join(coordinator, session_ms=60001)).error == ErrorCode.INVALID_SESSION_TIMEOUT
+    assert (await join(coordinator, protocol_type="")).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert (await join(coordinator, protocols=[])).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert (await join(coordinator, "someone", group="unknown")).error == ErrorCode.UNKNOWN_MEMBER_ID
     await stable_group(coordinator)
-    assert (await join(coordinator, protocols=[("roundrobin", b"")])).error == INCONSISTENT_GROUP_PROTOCOL
-    assert (await join(coordinator, protocol_type="connect")).error == INCONSISTENT_GROUP_PROTOCOL
+    assert (
+        await join(coordinator, protocols=[("roundrobin", b"")])
+    ).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert (await join(coordinator, protocol_type="connect")).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 async def test_second_member_triggers_rebalance_and_leader_gets_all_metadata(
@@ -179,8 +170,8 @@ async def test_second_member_triggers_rebalance_and_leader_gets_all_metadata(
     await asyncio.sleep(0.01)
     assert state(coordinator) == PREPARING_REBALANCE
     # A learns of the rebalance from its heartbeat, and SyncGroup is refused meanwhile.
-    assert coordinator.heartbeat("g", 1, a.member_id) == REBALANCE_IN_PROGRESS
-    assert (await coordinator.sync_group("g", 1, a.member_id)).error == REBALANCE_IN_PROGRESS
+    assert coordinator.heartbeat("g", 1, a.member_id) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert (await coordinator.sync_group("g", 1, a.member_id)).error == ErrorCode.REBALANCE_IN_PROGRESS
     a2 = await join(coordinator, a.member_id)
     b = await b_join
     assert a2.generation_id == b.generation_id == 2
@@ -195,7 +186,7 @@ async def test_second_member_triggers_rebalance_and_leader_gets_all_metadata(
     assert a_sync.assignment == b"A"
     assert (await b_sync).assignment == b"B"
     assert state(coordinator) == STABLE
-    assert coordinator.heartbeat("g", 2, b.member_id) == NONE
+    assert coordinator.heartbeat("g", 2, b.member_id) == ErrorCode.NONE
 
 
 async def test_leave_triggers_rebalance_for_the_rest(coordinator: GroupCoordinator) -> None:
@@ -208,20 +199,20 @@ async def test_leave_triggers_rebalance_for_the_rest(coordinator: GroupCoordinat
         coordinator.sync_group("g", 2, a.member_id, [(a.member_id, b"A"), (b.member_id, b"B")]),
         coordinator.sync_group("g", 2, b.member_id),
     )
-    assert coordinator.leave_group("g", [(a.member_id, None)]) == (NONE, [NONE])
+    assert coordinator.leave_group("g", [(a.member_id, None)]) == (ErrorCode.NONE, [ErrorCode.NONE])
     assert state(coordinator) == PREPARING_REBALANCE
-    assert coordinator.heartbeat("g", 2, b.member_id) == REBALANCE_IN_PROGRESS
+    assert coordinator.heartbeat("g", 2, b.member_id) == ErrorCode.REBALANCE_IN_PROGRESS
     b3 = await join(coordinator, b.member_id)
     assert (b3.generation_id, b3.leader, len(b3.members)) == (3, b.member_id, 1)
     # The last member leaving empties the group.
     await coordinator.sync_group("g", 3, b.member_id, [(b.member_id, b"all")])
     assert coordinator.leave_group("g", [(b.member_id, None), ("ghost", None)]) == (
-        NONE,
-        [NONE, UNKNOWN_MEMBER_ID],
+        ErrorCode.NONE,
+        [ErrorCode.NONE, ErrorCode.UNKNOWN_MEMBER_ID],
     )
     assert state(coordinator) == EMPTY
     assert coordinator.groups["g"].generation_id == 4
-    assert coordinator.leave_group("nope", [("x", None)]) == (NONE, [UNKNOWN_MEMBER_ID])
+    assert coordinator.leave_group("nope", [("x", None)]) == (ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID])
 
 
 async def test_session_expiry_removes_member_and_rebalances(coordinator: GroupCoordinator) -> None:
@@ -238,11 +229,11 @@ async def test_session_expiry_removes_member_and_rebalances(coordinator: GroupCo
     for _ in range(6):
         await asyncio.sleep(0.04)
         error = coordinator.heartbeat("g", 2, a.member_id)
-        if error != NONE:
+        if error != ErrorCode.NONE:
             break
-    assert error == REBALANCE_IN_PROGRESS
+    assert error == ErrorCode.REBALANCE_IN_PROGRESS
     assert b.member_id not in coordinator.groups["g"].members
-    assert coordinator.heartbeat("g", 2, b.member_id) == UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("g", 2, b.member_id) == ErrorCode.UNKNOWN_MEMBER_ID
     a3 = await join(coordinator, a.member_id, session_ms=100)
     assert a3.generation_id == 3 and [m.member_id for m in a3.members] == [a.member_id]
 
@@ -257,23 +248,23 @@ async def test_member_not_rejoining_is_dropped_after_rebalance_timeout(coordinat
     assert b.generation_id == 2 and b.leader == b.member_id
     assert [m.member_id for m in b.members] == [b.member_id]
     assert a.member_id not in coordinator.groups["g"].members
-    assert coordinator.heartbeat("g", 1, a.member_id) == UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("g", 1, a.member_id) == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 async def test_generation_and_member_checks(coordinator: GroupCoordinator) -> None:
     a = await stable_group(coordinator)
-    assert coordinator.heartbeat("g", 0, a.member_id) == ILLEGAL_GENERATION
-    assert coordinator.heartbeat("g", 1, "stranger") == UNKNOWN_MEMBER_ID
-    assert coordinator.heartbeat("other", 1, a.member_id) == UNKNOWN_MEMBER_ID
-    assert coordinator.heartbeat("", 1, a.member_id) == INVALID_GROUP_ID
-    assert (await coordinator.sync_group("g", 7, a.member_id)).error == ILLEGAL_GENERATION
-    assert (await coordinator.sync_group("g", 1, "stranger")).error == UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("g", 0, a.member_id) == ErrorCode.ILLEGAL_GENERATION
+    assert coordinator.heartbeat("g", 1, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("other", 1, a.member_id) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("", 1, a.member_id) == ErrorCode.INVALID_GROUP_ID
+    assert (await coordinator.sync_group("g", 7, a.member_id)).error == ErrorCode.ILLEGAL_GENERATION
+    assert (await coordinator.sync_group("g", 1, "stranger")).error == ErrorCode.UNKNOWN_MEMBER_ID
     assert (
         await coordinator.sync_group("g", 1, a.member_id, protocol_name="other")
-    ).error == INCONSISTENT_GROUP_PROTOCOL
+    ).error == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     # Stable: SyncGroup returns the current assignment again.
     again = await coordinator.sync_group("g", 1, a.member_id, protocol_type="consumer", protocol_name="range")
-    assert (again.error, again.assignment) == (NONE, b"a1")
+    assert (again.error, again.assignment) == (ErrorCode.NONE, b"a1")
     # A follower re-joining unchanged in Stable gets the current generation back.
     assert coordinator.groups["g"].is_leader(a.member_id)
 
@@ -326,11 +317,11 @@ async def test_initial_delay_is_not_extended_past_rebalance_timeout() -> None:
 
 async def test_pending_member_expires_after_session_timeout(coordinator: GroupCoordinator) -> None:
     first = await join(coordinator, session_ms=50)
-    assert first.error == MEMBER_ID_REQUIRED
+    assert first.error == ErrorCode.MEMBER_ID_REQUIRED
     assert first.member_id in coordinator.groups["g"].pending_join_members
     await asyncio.sleep(0.1)
     assert first.member_id not in coordinator.groups["g"].pending_join_members
-    assert (await join(coordinator, first.member_id)).error == UNKNOWN_MEMBER_ID
+    assert (await join(coordinator, first.member_id)).error == ErrorCode.UNKNOWN_MEMBER_ID
 
 
 async def test_unsynced_member_is_removed_after_rebalance_timeout(coordinator: GroupCoordinator) -> None:
@@ -346,27 +337,29 @@ async def test_static_member_rejoin_replaces_member_id_without_rebalance(
     coordinator: GroupCoordinator,
 ) -> None:
     first = await join(coordinator, instance_id="instance-1")
-    assert first.error == NONE and first.member_id.startswith("instance-1-")  # no MEMBER_ID_REQUIRED
+    assert first.error == ErrorCode.NONE and first.member_id.startswith(
+        "instance-1-"
+    )  # no MEMBER_ID_REQUIRED
     await coordinator.sync_group(
         "g", 1, first.member_id, [(first.member_id, b"mine")], group_instance_id="instance-1"
     )
     # The process restarts and joins with its instance id but no member id.
     again = await join(coordinator, instance_id="instance-1")
-    assert again.error == NONE and again.member_id != first.member_id
+    assert again.error == ErrorCode.NONE and again.member_id != first.member_id
     assert again.generation_id == 1 and state(coordinator) == STABLE
     assert again.skip_assignment and [m.member_id for m in again.members] == [again.member_id]
-    assert coordinator.heartbeat("g", 1, first.member_id, "instance-1") == FENCED_INSTANCE_ID
+    assert coordinator.heartbeat("g", 1, first.member_id, "instance-1") == ErrorCode.FENCED_INSTANCE_ID
     synced = await coordinator.sync_group("g", 1, again.member_id, group_instance_id="instance-1")
     assert synced.assignment == b"mine"
     # Administrative removal by instance id alone.
-    assert coordinator.leave_group("g", [("", "instance-1")]) == (NONE, [NONE])
+    assert coordinator.leave_group("g", [("", "instance-1")]) == (ErrorCode.NONE, [ErrorCode.NONE])
     assert state(coordinator) == EMPTY
 
 
 # -- offsets -------------------------------------------------------------------------
 async def test_simple_commit_creates_group_and_fetch_returns_it(coordinator: GroupCoordinator) -> None:
     commits = [OffsetCommit("t", 0, 42, 3, "meta"), OffsetCommit("t", 1, 7)]
-    assert coordinator.commit_offsets("simple", -1, "", commits) == [NONE, NONE]
+    assert coordinator.commit_offsets("simple", -1, "", commits) == [ErrorCode.NONE, ErrorCode.NONE]
     assert state(coordinator, "simple") == EMPTY
     fetched = coordinator.fetch_offsets("simple", [("t", 0), ("t", 1), ("t", 2)])
     assert fetched[("t", 2)] is None
@@ -381,18 +374,23 @@ async def test_simple_commit_creates_group_and_fetch_returns_it(coordinator: Gro
 
 async def test_commit_checks_generation_and_member(coordinator: GroupCoordinator) -> None:
     commit = [OffsetCommit("t", 0, 1)]
-    assert coordinator.commit_offsets("g", 1, "m", commit) == [GROUP_ID_NOT_FOUND]
-    assert coordinator.commit_offsets("g", 1, "m", commit, api_version=8) == [ILLEGAL_GENERATION]
+    assert coordinator.commit_offsets("g", 1, "m", commit) == [ErrorCode.GROUP_ID_NOT_FOUND]
+    assert coordinator.commit_offsets("g", 1, "m", commit, api_version=8) == [ErrorCode.ILLEGAL_GENERATION]
     joined = await join_new(coordinator)
     # Joined but not yet synced: the consumer must finish the rebalance first.
-    assert coordinator.commit_offsets("g", 1, joined.member_id, commit) == [REBALANCE_IN_PROGRESS]
+    assert coordinator.commit_offsets("g", 1, joined.member_id, commit) == [ErrorCode.REBALANCE_IN_PROGRESS]
     await coordinator.sync_group("g", 1, joined.member_id, [(joined.member_id, b"")])
-    assert coordinator.commit_offsets("g", 1, joined.member_id, commit) == [NONE]
-    assert coordinator.commit_offsets("g", 0, joined.member_id, commit) == [ILLEGAL_GENERATION]
-    assert coordinator.commit_offsets("g", 1, "stranger", commit) == [UNKNOWN_MEMBER_ID]
-    assert coordinator.commit_offsets("g", -1, "", commit) == [UNKNOWN_MEMBER_ID]  # simple commit, busy group
+    assert coordinator.commit_offsets("g", 1, joined.member_id, commit) == [ErrorCode.NONE]
+    assert coordinator.commit_offsets("g", 0, joined.member_id, commit) == [ErrorCode.ILLEGAL_GENERATION]
+    assert coordinator.commit_offsets("g", 1, "stranger", commit) == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert coordinator.commit_offsets("g", -1, "", commit) == [
+        ErrorCode.UNKNOWN_MEMBER_ID
+    ]  # simple commit, busy group
     too_big = [OffsetCommit("t", 1, 5, metadata="x" * 4097), OffsetCommit("t", 2, 5, metadata="x" * 4096)]
-    assert coordinator.commit_offsets("g", 1, joined.member_id, too_big) == [OFFSET_METADATA_TOO_LARGE, NONE]
+    assert coordinator.commit_offsets("g", 1, joined.member_id, too_big) == [
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,
+        ErrorCode.NONE,
+    ]
 
 
 async def test_offsets_of_deleted_topics_disappear(coordinator: GroupCoordinator) -> None:
@@ -432,12 +430,12 @@ async def test_describe_list_and_delete_groups(coordinator: GroupCoordinator) ->
     assert coordinator.list_groups(coordinator=1) == []
 
     assert coordinator.delete_groups(["g", "done", "missing", "done"]) == {
-        "g": NON_EMPTY_GROUP,
-        "done": NONE,
-        "missing": GROUP_ID_NOT_FOUND,
+        "g": ErrorCode.NON_EMPTY_GROUP,
+        "done": ErrorCode.NONE,
+        "missing": ErrorCode.GROUP_ID_NOT_FOUND,
     }
     assert "done" not in coordinator.groups and coordinator.fetch_offsets("done") == {}
-    assert coordinator.delete_groups(["done"]) == {"done": GROUP_ID_NOT_FOUND}
+    assert coordinator.delete_groups(["done"]) == {"done": ErrorCode.GROUP_ID_NOT_FOUND}
 
 
 async def test_close_answers_parked_joins_and_cancels_timers() -> None:
@@ -448,6 +446,6 @@ async def test_close_answers_parked_joins_and_cancels_timers() -> None:
     assert coord._timers
     coord.close()
     result = await asyncio.wait_for(waiting, 1)
-    assert result.error != NONE
+    assert result.error != ErrorCode.NONE
     assert not coord._timers
     assert a.member_id in coord.groups["g"].members

@@ -37,11 +37,10 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 
 from broker import MockCluster
 from broker.harness.metrics_sink import MetricsSink
-from messages.registry import response_class
+from broker.harness.process import BrokerProcess, broker_processes
+from broker.harness.wire import decode_response, encode_request, read_frame
 from spark.schema import COLUMN_NAMES, SCHEMA_VERSION, SCHEMA_VERSION_KEY, arrow_schema
-from tests.broker_process import BrokerProcess
 from tests.conftest import FAST
-from tests.wire import read_frame
 
 WINDOW_MS = 1000  # quota.window.size.seconds x 1000
 SHORT = {"quota.window.num": "2"}  # a new sensor's rate is measured over exactly 1 s
@@ -161,8 +160,7 @@ class RawClient:
 
     def send(self, request: Any) -> Sent:
         self.correlation_id += 1
-        request.with_header(correlation_id=self.correlation_id, client_id=self.client_id)
-        frame = request.encode(header=True, framed=True)
+        frame = encode_request(request, self.correlation_id, self.client_id)
         assert struct.unpack_from(">i", frame)[0] == len(frame) - 4
         sent = Sent(request, self.correlation_id, len(frame) - 4, time.time())
         self.sent.append(sent)
@@ -174,9 +172,7 @@ class RawClient:
         sent.answered_at = time.time()
         assert struct.unpack_from(">i", frame)[0] == sent.correlation_id
         sent.response_bytes = len(frame)
-        sent.response = response_class(sent.request.API_KEY).decode(
-            frame, version=sent.request.API_VERSION, header=True
-        )
+        sent.response = decode_response(sent.request, frame)
         return sent
 
     def call(self, request: Any) -> Sent:
@@ -407,8 +403,7 @@ def test_known_requests_give_exactly_one_exact_row_each(tmp_path: Path) -> None:
 def test_unsupported_api_versions_version_still_gives_a_row(tmp_path: Path) -> None:
     with metrics_cluster(tmp_path) as cluster, RawClient(address(cluster), "future") as client:
         request = ApiVersionsRequest[3](client_software_name="future", client_software_version="9")
-        request.with_header(correlation_id=1, client_id="future")
-        frame = bytearray(request.encode(header=True, framed=True))
+        frame = bytearray(encode_request(request, 1, "future"))
         struct.pack_into(">h", frame, 6, 99)  # request_api_version 99
         client.sock.sendall(bytes(frame))
         answer = read_frame(client.sock)
@@ -458,7 +453,7 @@ def test_kafka_python_clients_rows_carry_the_library_name(tmp_path: Path) -> Non
         assert received == count
         sink = cluster.metrics_sink
         assert sink is not None
-    answered = sum(stats[0] for stats in cluster.brokers[0].throttle_stats.values())
+    answered = sum(stats[0] for stats in cluster.brokers[0].throttle_stats.by_api.values())
 
     rows = read_rows(tmp_path)
     assert len(rows) == answered == sink.rows_added == sink.rows_written
@@ -487,7 +482,7 @@ def test_confluent_kafka_rows_carry_the_library_name(tmp_path: Path) -> None:
         assert producer.flush(30) == 0
         del producer
         wait_for(lambda: not cluster.brokers[0].connections, what="the producer to disconnect")
-    answered = sum(stats[0] for stats in cluster.brokers[0].throttle_stats.values())
+    answered = sum(stats[0] for stats in cluster.brokers[0].throttle_stats.by_api.values())
     rows = read_rows(tmp_path)
     assert len(rows) == answered
     assert {r["client_software_name"] for r in rows} == {"confluent-kafka-python"}
@@ -704,9 +699,7 @@ def pipelined(client: RawClient, count: int) -> None:
     frames = b""
     for _ in range(count):
         client.correlation_id += 1
-        request = metadata_request()
-        request.with_header(correlation_id=client.correlation_id, client_id=client.client_id)
-        frames += request.encode(header=True, framed=True)
+        frames += encode_request(metadata_request(), client.correlation_id, client.client_id)
     client.sock.sendall(frames)
     for _ in range(count):
         read_frame(client.sock)
@@ -947,7 +940,7 @@ def test_backlog_holds_every_request_not_yet_handled(
 def test_arrow_and_spark_schemas_agree() -> None:
     from pyspark.sql import types  # no SparkSession: no JVM
 
-    from spark.schema import spark_schema
+    from spark.jobs import spark_schema
 
     arrow = arrow_schema()
     spark = spark_schema()
@@ -991,19 +984,15 @@ def test_written_files_carry_the_schema_version(tmp_path: Path) -> None:
 
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., BrokerProcess]]:
-    started: list[BrokerProcess] = []
+    with broker_processes() as start_broker:
 
-    def start(directory: Path, *overrides: str) -> BrokerProcess:
-        args = ["--port", "0", "--metrics-dir", str(directory)]
-        for override in overrides:
-            args += ["--override", override]
-        process = BrokerProcess(*args)
-        started.append(process)
-        return process
+        def start(directory: Path, *overrides: str) -> BrokerProcess:
+            args = ["--port", "0", "--metrics-dir", str(directory)]
+            for override in overrides:
+                args += ["--override", override]
+            return start_broker(*args)
 
-    yield start
-    for process in started:
-        process.kill()
+        yield start
 
 
 def rows_by_client(rows: list[dict[str, Any]]) -> Counter[tuple[str, int]]:

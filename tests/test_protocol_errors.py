@@ -9,7 +9,6 @@ The brokers are the in-process, thread-backed `MockCluster`.
 from __future__ import annotations
 
 import socket
-import struct
 import threading
 import time
 import uuid
@@ -32,8 +31,8 @@ from kafka.protocol.producer import (
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
+from broker.harness.wire import encode_request, read_frame
 from tests.conftest import FAST
-from tests.wire import recv_exactly
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors)
 NONE = 0
@@ -100,14 +99,12 @@ class Wire:
     def send(self, request: Any) -> int:
         """Sends `request` (a versioned struct); returns its correlation id."""
         self._correlation_id += 1
-        request.with_header(correlation_id=self._correlation_id, client_id="protocol-errors")
-        self.sock.sendall(request.encode(header=True, framed=True))
+        self.sock.sendall(encode_request(request, self._correlation_id, "protocol-errors"))
         return self._correlation_id
 
     def receive(self, request: Any, correlation_id: int) -> Any:
         """The next response frame, decoded as the response to `request`."""
-        size = struct.unpack(">i", recv_exactly(self.sock, 4))[0]
-        frame = recv_exactly(self.sock, size)
+        frame = read_frame(self.sock)
         response = RESPONSES[request.API_KEY].decode(frame, version=request.API_VERSION, header=True)
         assert response.header.correlation_id == correlation_id
         return response

@@ -31,9 +31,9 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
+from broker.harness.wire import decode_response, encode_request, read_frame
 from messages.registry import response_class
 from tests.conftest import FAST
-from tests.wire import read_frame
 
 THROTTLING_QUOTA_EXCEEDED = 89
 WINDOW_MS = 1000  # quota.window.size.seconds x 1000
@@ -81,8 +81,7 @@ class Conn:
     def frame(self, request: Any) -> bytes:
         """The size-prefixed request (header v1/v2 + body) with the next correlation id."""
         self._correlation_id += 1
-        request.with_header(correlation_id=self._correlation_id, client_id=self.client_id)
-        return request.encode(header=True, framed=True)
+        return encode_request(request, self._correlation_id, self.client_id)
 
     def send(self, *requests: Any) -> None:
         """Sends all `requests` in one write (pipelined); acks=0 produces get no response."""
@@ -102,7 +101,7 @@ class Conn:
 
     def receive(self) -> Any:
         request, frame = self.receive_frame()
-        return decode(request, frame)
+        return decode_response(request, frame)
 
     def call(self, request: Any) -> Any:
         self.send(request)
@@ -111,12 +110,7 @@ class Conn:
 
 def request_size(request: Any, client_id: str) -> int:
     """Header + body without the size prefix: what producer_byte_rate counts."""
-    request.with_header(correlation_id=0, client_id=client_id)
-    return len(request.encode(header=True, framed=True)) - 4
-
-
-def decode(request: Any, frame: bytes) -> Any:
-    return response_class(request.API_KEY).decode(frame, version=request.API_VERSION, header=True)
+    return len(encode_request(request, 0, client_id)) - 4
 
 
 def closed_by_broker(sock: socket.socket, timeout: float = 3.0) -> bytes | None:
@@ -454,7 +448,7 @@ def test_delete_topics_v5_strict_v4_permissive() -> None:
             request = DeleteTopicsRequest[5](topic_names=["x5", "y5"], timeout_ms=5000)
             conn.send(request)
             _, frame = conn.receive_frame()
-        response = decode(request, frame)
+        response = decode_response(request, frame)
         assert 8000 <= response.throttle_time_ms <= 9000
         assert frame == named_results_response(
             1, response.throttle_time_ms, [("x5", 0), ("y5", THROTTLING_QUOTA_EXCEEDED)]
@@ -489,7 +483,7 @@ def test_create_partitions_v3_strict_v2_permissive() -> None:
             request = grow_request(3, "q3", 2)
             conn.send(request)
             _, frame = conn.receive_frame()
-        response = decode(request, frame)
+        response = decode_response(request, frame)
         assert 8000 <= response.throttle_time_ms <= 9000
         assert frame == named_results_response(
             2, response.throttle_time_ms, [("q3", THROTTLING_QUOTA_EXCEEDED)]
@@ -549,7 +543,7 @@ def test_throttled_produce_answered_at_once_then_pipelined_request_waits(version
             conn.receive_frame()
             second_at = time.monotonic()
 
-        response = decode(produce, frame)
+        response = decode_response(produce, frame)
         assert response.throttle_time_ms == expected_throttle
         if version == 3:
             assert frame == produce_v3_response(1, "slow", 0, expected_throttle)
@@ -642,7 +636,7 @@ def test_throttled_fetch_is_empty_and_loses_nothing() -> None:
                 request = fetch_request("feed", offset, partition_max_bytes=1100)
                 reader.send(request)
                 _, frame = reader.receive_frame()
-                response = decode(request, frame)
+                response = decode_response(request, frame)
                 if response.throttle_time_ms:
                     # Throttled: nothing at all, error NONE, session 0 (byte for byte).
                     assert frame == empty_fetch_v12_response(

@@ -28,7 +28,7 @@ from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from broker import MockCluster
-from tests.broker_process import BrokerProcess
+from broker.harness.process import BrokerProcess
 
 Key = frozenset[tuple[str, str | None]]
 AlterEntry = AlterClientQuotasRequest.EntryData

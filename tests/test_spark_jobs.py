@@ -35,7 +35,8 @@ from typing import Any
 
 import pytest
 
-from spark.schema import COLUMN_NAMES, arrow_schema, spark_schema
+from spark.jobs import spark_schema
+from spark.schema import COLUMN_NAMES, arrow_schema
 from tests.spark_session import spark_fixture  # noqa: F401
 
 T0 = dt.datetime(2024, 5, 1, tzinfo=dt.UTC)

@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Producer
 
 from broker import MockCluster
-from tests.wire import read_frame
+from broker.harness.wire import read_frame
 
 
 def connect(cluster: MockCluster) -> socket.socket:

@@ -52,6 +52,7 @@ from broker.config.topic_configs import (
     topic_config_error,
 )
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
+from protocol.errors import ErrorCode
 from quotas.store import open_state_db
 
 if TYPE_CHECKING:
@@ -62,10 +63,6 @@ log = logging.getLogger("broker.dynamic_config")
 TOPIC = 2
 BROKER = 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
-BROKER_ID_NOT_REGISTERED = 102
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 INT32 = (-(2**31), 2**31 - 1)
 
@@ -159,16 +156,18 @@ def check_broker_layer(layer: Mapping[str, str], per_broker: bool) -> None:
     forwarding broker turns their ConfigException into INVALID_REQUEST."""
     read_only = [key for key in layer if is_read_only(key)]
     if read_only:
-        raise ConfigError(INVALID_REQUEST, f"Cannot update these configs dynamically: {scala_set(read_only)}")
+        raise ConfigError(
+            ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {scala_set(read_only)}"
+        )
     for key, value in layer.items():
         reason = invalid_value(key, value)
         if reason is not None:
-            raise ConfigError(INVALID_REQUEST, reason)
+            raise ConfigError(ErrorCode.INVALID_REQUEST, reason)
     if not per_broker:
         wrong = [key for key in layer if _per_broker_only(key)]
         if wrong:
             raise ConfigError(
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 "Cannot update these configs at default cluster level, broker id must be specified: "
                 + scala_set(wrong),
             )
@@ -189,7 +188,7 @@ def _list_config(resource_type: int, name: str) -> tuple[bool, str | None]:
     known = DEFAULTS.get(name)
     if known is None:
         # ConfigAdminManager.prepareIncrementalConfigs' check for keys it has no type for.
-        raise ConfigError(INVALID_CONFIG, f"Unknown config name: {name}")
+        raise ConfigError(ErrorCode.INVALID_CONFIG, f"Unknown config name: {name}")
     return known[1] == "list", known[0]
 
 
@@ -210,7 +209,7 @@ def apply_ops(current: Mapping[str, str], ops: Sequence[ConfigOp], resource_type
             if not is_list:
                 verb = _OP_NAMES[op.op]
                 raise ConfigError(
-                    INVALID_CONFIG,
+                    ErrorCode.INVALID_CONFIG,
                     f"Can't {verb} to key {op.name} because its type is not LIST."
                     if resource_type == TOPIC
                     else f"Config value {verb.lower()} is not allowed for config key: {op.name}",
@@ -260,7 +259,7 @@ class DynamicConfigStore:
 
     def view(self, broker: int) -> BrokerConfigView:
         if broker not in self._brokers:
-            raise ConfigError(BROKER_ID_NOT_REGISTERED, f"No node with id {broker} found.")
+            raise ConfigError(ErrorCode.BROKER_ID_NOT_REGISTERED, f"No node with id {broker} found.")
         return self._brokers[broker][1]
 
     def _layer(self, broker: int | None) -> dict[str, str]:
@@ -282,7 +281,7 @@ class DynamicConfigStore:
         for alteration in alterations:
             try:
                 if counts[alteration.resource_type, alteration.resource_name] > 1:
-                    raise ConfigError(INVALID_REQUEST, "Each resource must appear at most once.")
+                    raise ConfigError(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
                 self._preprocess_one(alteration, node_id)
             except ConfigError as exc:
                 errors.append(exc)
@@ -293,23 +292,24 @@ class DynamicConfigStore:
     def _preprocess_one(self, alteration: Alteration, node_id: int) -> None:
         names = [op.name for op in alteration.ops]
         if len(set(names)) != len(names):
-            raise ConfigError(INVALID_REQUEST, "Error due to duplicate config keys")
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         nulls = [op.name for op in alteration.ops if op.value is None and op.op != DELETE]
         if nulls:
-            raise ConfigError(INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
         if alteration.resource_type == TOPIC:
             return
         if alteration.resource_type != BROKER:
-            raise ConfigError(INVALID_REQUEST, f"Unknown resource type {alteration.resource_type}")
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {alteration.resource_type}")
         if alteration.resource_name:
             broker = parse_broker_id(alteration.resource_name)
             if broker is None:
                 raise ConfigError(
-                    INVALID_REQUEST, f"Node id must be an integer, but it is: {alteration.resource_name}"
+                    ErrorCode.INVALID_REQUEST,
+                    f"Node id must be an integer, but it is: {alteration.resource_name}",
                 )
             if broker != node_id:
                 raise ConfigError(
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                     f"Unexpected broker id, expected {node_id}, but received {alteration.resource_name}",
                 )
         self._plan(alteration)
@@ -348,7 +348,7 @@ class DynamicConfigStore:
     ) -> _BrokerChange | _TopicChange:
         for op in alteration.ops:
             if op.op not in (SET, DELETE, APPEND, SUBTRACT):
-                raise ConfigError(INVALID_REQUEST, f"Unknown operations type {op.op}")
+                raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
         if alteration.resource_type == TOPIC:
             return self._plan_topic(alteration)
         broker = parse_broker_id(alteration.resource_name) if alteration.resource_name else None
@@ -369,7 +369,7 @@ class DynamicConfigStore:
                 for validator in subscriber.config_validators:
                     reason = validator(dict(effective))
                     if reason is not None:
-                        raise ConfigError(INVALID_CONFIG, reason)
+                        raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
         return _BrokerChange(broker, layer)
 
     def _plan_topic(self, alteration: Alteration) -> _TopicChange:
@@ -389,10 +389,11 @@ class DynamicConfigStore:
         for name, value in configs.items():
             reason = topic_config_error(name, value)
             if reason is not None:
-                raise ConfigError(INVALID_CONFIG, reason)
+                raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
         if topic is None:
             raise ConfigError(
-                UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{alteration.resource_name}' does not exist."
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"The topic '{alteration.resource_name}' does not exist.",
             )
         return _TopicChange(topic, configs)
 
@@ -459,7 +460,7 @@ class DynamicConfigStore:
         ops += [ConfigOp(k, APPEND, config_string(v)) for k, v in (append or {}).items()]
         ops += [ConfigOp(k, SUBTRACT, config_string(v)) for k, v in (subtract or {}).items()]
         if len({op.name for op in ops}) != len(ops):
-            raise ConfigError(INVALID_REQUEST, "Error due to duplicate config keys")
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         name = "" if broker is None else str(broker)
         [error] = await self.alter_resources([Alteration(BROKER, name, ops)], validate_only)
         if error is not None:

@@ -7,10 +7,12 @@ from typing import Any
 from kafka.protocol.admin import AlterClientQuotasResponse
 
 from broker.context import RequestContext
-from broker.security.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
+from broker.security.authorizer import ALTER_CONFIGS
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.store import Alteration, QuotaOp
 
-API_KEY = 49
+API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
 Entry = AlterClientQuotasResponse.EntryData
 Entity = Entry.EntityData
 
@@ -23,7 +25,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER_CONFIGS):
         entries = [
             Entry(
-                error_code=CLUSTER_AUTHORIZATION_FAILED,
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 error_message="Cluster authorization failed.",
                 entity=_entity((e.entity_type, e.entity_name) for e in entry.entity),
             )

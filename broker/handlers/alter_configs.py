@@ -8,8 +8,9 @@ from typing import Any
 from broker.config.dynamic import SET, Alteration, ConfigOp
 from broker.context import RequestContext
 from broker.handlers.incremental_alter_configs import alter
+from protocol.api_keys import ApiKey
 
-API_KEY = 33
+API_KEY = ApiKey.ALTER_CONFIGS
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,10 +7,12 @@ from typing import Any
 from kafka.protocol.admin import AlterUserScramCredentialsResponse
 
 from broker.context import RequestContext
-from broker.security.authorizer import ALTER, CLUSTER_AUTHORIZATION_FAILED
+from broker.security.authorizer import ALTER
 from broker.security.credentials import Deletion, Upsertion
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 51
+API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 
@@ -24,7 +26,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         # AlterUserScramCredentialsRequest.getErrorResponse: every user named, sorted,
         # once; ApiError drops the default message.
         users = sorted({d.user for d in deletions} | {u.user for u in upsertions})
-        refused = [Result(user=u, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None) for u in users]
+        refused = [
+            Result(user=u, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None)
+            for u in users
+        ]
         return ctx.response(throttle_time_ms=0, results=refused)
     results = await ctx.broker.credentials.alter(deletions, upsertions)
     return ctx.response(

@@ -6,23 +6,16 @@ import uuid
 
 from broker.context import RequestContext
 from broker.state.cluster import Partition, Topic
-
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 76
-UNKNOWN_TOPIC_ID = 100
+from protocol.errors import ErrorCode
 
 
 def find_topic(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> tuple[Topic | None, int]:
     """The topic by id (when the version carries ids) or by name, with the error Kafka gives."""
     if topic_id is not None:
         topic = ctx.cluster.topics_by_id.get(topic_id)
-        return topic, NONE if topic is not None else UNKNOWN_TOPIC_ID
+        return topic, ErrorCode.NONE if topic is not None else ErrorCode.UNKNOWN_TOPIC_ID
     topic = ctx.cluster.topics.get(name or "")
-    return topic, NONE if topic is not None else UNKNOWN_TOPIC_OR_PARTITION
+    return topic, ErrorCode.NONE if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def led_partition(
@@ -30,13 +23,13 @@ def led_partition(
 ) -> tuple[Partition | None, int]:
     """The partition if this broker leads it (and the client's epoch matches), else the error."""
     if not 0 <= index < len(topic.partitions):
-        return None, UNKNOWN_TOPIC_OR_PARTITION
+        return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     partition = topic.partitions[index]
     if partition.leader != ctx.node_id:
-        return None, NOT_LEADER_OR_FOLLOWER
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
     if current_leader_epoch >= 0:
         if current_leader_epoch < partition.leader_epoch:
-            return None, FENCED_LEADER_EPOCH
+            return None, ErrorCode.FENCED_LEADER_EPOCH
         if current_leader_epoch > partition.leader_epoch:
-            return None, UNKNOWN_LEADER_EPOCH
-    return partition, NONE
+            return None, ErrorCode.UNKNOWN_LEADER_EPOCH
+    return partition, ErrorCode.NONE

@@ -12,11 +12,11 @@ from kafka.protocol.admin import CreatePartitionsResponse
 from broker import throttling
 from broker.context import RequestContext
 from broker.state.cluster import ClusterError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
-API_KEY = 37
-INVALID_REQUEST = 42
-THROTTLING_QUOTA_EXCEEDED = 89
+API_KEY = ApiKey.CREATE_PARTITIONS
 STRICT_SINCE_VERSION = 3
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 
@@ -27,9 +27,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     seen: set[str] = set()
     results = []
     for wanted in request.topics:
-        error, message = 0, None
+        error: int = ErrorCode.NONE
+        message: str | None = None
         if wanted.name in seen:
-            error, message = INVALID_REQUEST, "Duplicate topic in request."
+            error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
         else:
             seen.add(wanted.name)
             try:
@@ -37,7 +38,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             except ClusterError as exc:
                 error, message = exc.code, exc.message
             except ThrottlingQuotaExceeded:
-                error = THROTTLING_QUOTA_EXCEEDED
+                error = ErrorCode.THROTTLING_QUOTA_EXCEEDED
         results.append(Result(name=wanted.name, error_code=error, error_message=message))
     throttling.finish_mutations(ctx, quota)
     return ctx.response(throttle_time_ms=0, results=results)

@@ -14,14 +14,12 @@ from broker import throttling
 from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, topic_config_error
 from broker.context import RequestContext
 from broker.state.cluster import Charge, ClusterError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE_VERSION = 6
-THROTTLING_QUOTA_EXCEEDED = 89
-INVALID_CONFIG = 40
-INVALID_REQUEST = 42
-INVALID_REPLICA_ASSIGNMENT = 39
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = Result.CreatableTopicConfigs
 
@@ -31,12 +29,13 @@ def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charg
     for name, value in configs.items():
         reason = topic_config_error(name, value)
         if reason is not None:
-            raise ClusterError(INVALID_CONFIG, reason)
+            raise ClusterError(ErrorCode.INVALID_CONFIG, reason)
     partitions, replication = wanted.num_partitions, wanted.replication_factor
     if wanted.assignments:
         if partitions != -1 or replication != -1:
             raise ClusterError(
-                INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set."
+                ErrorCode.INVALID_REQUEST,
+                "Both numPartitions or replicationFactor and replicasAssignments were set.",
             )
         partitions = len(wanted.assignments)
         replication = len(wanted.assignments[0].broker_ids)
@@ -44,7 +43,8 @@ def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charg
             missing = [b for b in assignment.broker_ids if b not in ctx.cluster.brokers]
             if missing or len(assignment.broker_ids) != replication:
                 raise ClusterError(
-                    INVALID_REPLICA_ASSIGNMENT, f"Invalid replica assignment {assignment.broker_ids}"
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Invalid replica assignment {assignment.broker_ids}",
                 )
     topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only, charge)
     if topic is not None and wanted.assignments:
@@ -73,16 +73,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     results = []
     for wanted in request.topics:
-        fields: dict[str, Any] = {"name": wanted.name, "error_code": 0, "error_message": None}
+        fields: dict[str, Any] = {"name": wanted.name, "error_code": ErrorCode.NONE, "error_message": None}
         if counts[wanted.name] > 1:
-            fields.update(error_code=INVALID_REQUEST, error_message=f"Duplicate topic name: {wanted.name}")
+            fields.update(
+                error_code=ErrorCode.INVALID_REQUEST, error_message=f"Duplicate topic name: {wanted.name}"
+            )
         else:
             try:
                 topic = _create(ctx, wanted, bool(request.validate_only), charge)
             except ClusterError as exc:
                 fields.update(error_code=exc.code, error_message=exc.message)
             except ThrottlingQuotaExceeded:
-                fields.update(error_code=THROTTLING_QUOTA_EXCEEDED)
+                fields.update(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
             else:
                 configs = {c.name: c.value for c in wanted.configs if c.value is not None}
                 if topic is not None:

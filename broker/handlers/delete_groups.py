@@ -7,9 +7,10 @@ from typing import Any
 from kafka.protocol.admin import DeleteGroupsResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NOT_COORDINATOR
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 42
+API_KEY = ApiKey.DELETE_GROUPS
 Result = DeleteGroupsResponse.DeletableGroupResult
 
 
@@ -18,5 +19,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     results = ctx.groups.delete_groups(g for g in names if ctx.groups.coordinator_for(g) == ctx.node_id)
     return ctx.response(
         throttle_time_ms=0,
-        results=[Result(group_id=g, error_code=results.get(g, NOT_COORDINATOR)) for g in names],
+        results=[Result(group_id=g, error_code=results.get(g, ErrorCode.NOT_COORDINATOR)) for g in names],
     )

@@ -12,13 +12,11 @@ from kafka.protocol.admin import DeleteTopicsResponse
 from broker import throttling
 from broker.context import RequestContext
 from broker.state.cluster import Charge
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
-API_KEY = 20
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REQUEST = 42
-UNKNOWN_TOPIC_ID = 100
-THROTTLING_QUOTA_EXCEEDED = 89
+API_KEY = ApiKey.DELETE_TOPICS
 STRICT_SINCE_VERSION = 5
 Result = DeleteTopicsResponse.DeletableTopicResult
 
@@ -27,13 +25,19 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any, charge: Charge
     cluster = ctx.cluster
     if name is not None and topic_id is not None:
         return Result(
-            name=name, topic_id=topic_id, error_code=INVALID_REQUEST, error_message="Both name and id set"
+            name=name,
+            topic_id=topic_id,
+            error_code=ErrorCode.INVALID_REQUEST,
+            error_message="Both name and id set",
         )
     if name is None:
         topic = cluster.topics_by_id.get(topic_id) if topic_id is not None else None
         if topic is None:
             return Result(
-                name=None, topic_id=topic_id, error_code=UNKNOWN_TOPIC_ID, error_message="Unknown topic id"
+                name=None,
+                topic_id=topic_id,
+                error_code=ErrorCode.UNKNOWN_TOPIC_ID,
+                error_message="Unknown topic id",
             )
         name = topic.name
     topic = cluster.topics.get(name)
@@ -41,16 +45,19 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: Any, charge: Charge
         return Result(
             name=name,
             topic_id=None,
-            error_code=UNKNOWN_TOPIC_OR_PARTITION,
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             error_message="This server does not host this topic-partition.",
         )
     try:
         cluster.delete_topic(name, charge)
     except ThrottlingQuotaExceeded:
         return Result(
-            name=name, topic_id=topic.topic_id, error_code=THROTTLING_QUOTA_EXCEEDED, error_message=None
+            name=name,
+            topic_id=topic.topic_id,
+            error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+            error_message=None,
         )
-    return Result(name=name, topic_id=topic.topic_id, error_code=0, error_message=None)
+    return Result(name=name, topic_id=topic.topic_id, error_code=ErrorCode.NONE, error_message=None)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,10 +7,12 @@ from typing import Any
 from kafka.protocol.admin import DescribeClientQuotasResponse
 
 from broker.context import RequestContext
-from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
+from broker.security.authorizer import DESCRIBE_CONFIGS
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.validation import QuotaError, parse_filter
 
-API_KEY = 48
+API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
 Entry = DescribeClientQuotasResponse.EntryData
 Entity = Entry.EntityData
 Value = Entry.ValueData
@@ -19,7 +21,10 @@ Value = Entry.ValueData
 def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE_CONFIGS):
         return ctx.response(
-            throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, entries=None
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message=None,
+            entries=None,
         )
     try:
         quota_filter = parse_filter(
@@ -34,4 +39,4 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for entity, values in ctx.broker.quotas.store.describe(quota_filter)
     ]
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, entries=entries)
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, entries=entries)

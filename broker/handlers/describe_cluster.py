@@ -7,23 +7,27 @@ from typing import Any
 from kafka.protocol.admin import DescribeClusterResponse
 
 from broker.context import RequestContext
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 60
-UNSUPPORTED_ENDPOINT_TYPE = 119
-BROKER_ENDPOINTS = 1
+API_KEY = ApiKey.DESCRIBE_CLUSTER
+BROKER_ENDPOINTS = 1  # EndpointType ids
+CONTROLLER_ENDPOINTS = 2
 Broker = DescribeClusterResponse.DescribeClusterBroker
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.api_version >= 1 and request.endpoint_type != BROKER_ENDPOINTS:
+    if request.endpoint_type != BROKER_ENDPOINTS:  # v0 always asks for brokers
+        # AuthHelper.computeDescribeClusterResponse: only the error is set.
+        if request.endpoint_type == CONTROLLER_ENDPOINTS:
+            return ctx.response(
+                error_code=ErrorCode.MISMATCHED_ENDPOINT_TYPE,
+                error_message="The request was sent to an endpoint of type BROKER, "
+                "but we wanted an endpoint of type CONTROLLER",
+            )
         return ctx.response(
-            throttle_time_ms=0,
-            error_code=UNSUPPORTED_ENDPOINT_TYPE,
-            error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER",
-            endpoint_type=request.endpoint_type,
-            cluster_id=ctx.cluster.cluster_id,
-            controller_id=-1,
-            brokers=[],
+            error_code=ErrorCode.UNSUPPORTED_ENDPOINT_TYPE,
+            error_message=f"Unsupported endpoint type {request.endpoint_type}",
         )
     cluster = ctx.cluster
     include_fenced = ctx.api_version >= 2 and request.include_fenced_brokers
@@ -35,7 +39,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         brokers.append(Broker(broker_id=node_id, host=host, port=port, rack=node.rack, is_fenced=not node.up))
     return ctx.response(
         throttle_time_ms=0,
-        error_code=0,
+        error_code=ErrorCode.NONE,
         error_message=None,
         endpoint_type=BROKER_ENDPOINTS,
         cluster_id=cluster.cluster_id,

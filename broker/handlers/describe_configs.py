@@ -22,11 +22,11 @@ from broker.config.topic_configs import (
     TYPE_CODES,
 )
 from broker.context import RequestContext
-from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE_CONFIGS
+from broker.security.authorizer import DESCRIBE_CONFIGS
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 32
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REQUEST = 42
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC = 2
 BROKER = 4
 Result = DescribeConfigsResponse.DescribeConfigsResult
@@ -115,22 +115,22 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
     if resource.resource_type == TOPIC:
         topic = ctx.cluster.topics.get(name)
         if topic is None:
-            return UNKNOWN_TOPIC_OR_PARTITION, None, []
-        return 0, None, _topic_configs(ctx.broker.config, request, topic.configs)
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, []
+        return ErrorCode.NONE, None, _topic_configs(ctx.broker.config, request, topic.configs)
     if resource.resource_type == BROKER:
         if not name:
-            return 0, None, _cluster_default_configs(ctx.broker.config, request)
+            return ErrorCode.NONE, None, _cluster_default_configs(ctx.broker.config, request)
         broker = parse_broker_id(name)
         if broker is None:
-            return INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
+            return ErrorCode.INVALID_REQUEST, f"Broker id must be an integer, but it is: {name}", []
         if broker != ctx.node_id:
             return (
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 f"Unexpected broker id, expected {ctx.node_id} or empty string, but received {name}",
                 [],
             )
-        return 0, None, _broker_configs(ctx.broker.config, request)
-    return INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
+        return ErrorCode.NONE, None, _broker_configs(ctx.broker.config, request)
+    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -143,7 +143,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if resource.resource_type == BROKER and not authorized:
             refused.append(
                 Result(
-                    error_code=CLUSTER_AUTHORIZATION_FAILED,
+                    error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                     error_message="Cluster authorization failed.",
                     configs=[],
                     **fields,

@@ -7,9 +7,11 @@ from typing import Any
 from kafka.protocol.admin import DescribeGroupsResponse
 
 from broker.context import RequestContext
-from broker.state.groups import DEAD, GROUP_ID_NOT_FOUND, NONE, NOT_COORDINATOR
+from broker.state.groups import DEAD
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 15
+API_KEY = ApiKey.DESCRIBE_GROUPS
 Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
 # kafka-python models the bitfield as a set of bit numbers; None encodes Kafka's
@@ -23,7 +25,7 @@ GROUP_OPERATIONS = frozenset({3, 6, 8})
 def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> Any:
     if ctx.groups.coordinator_for(group_id) != ctx.node_id:
         return Described(
-            error_code=NOT_COORDINATOR,
+            error_code=ErrorCode.NOT_COORDINATOR,
             error_message="This is not the correct coordinator.",
             group_id=group_id,
             group_state="",
@@ -38,7 +40,7 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
         # v6 (KIP-1043) reports a missing group as an error; older versions as a Dead group.
         missing = ctx.api_version >= 6
         return Described(
-            error_code=GROUP_ID_NOT_FOUND if missing else NONE,
+            error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
             error_message=f"Group {group_id} not found." if missing else None,
             group_id=group_id,
             group_state=DEAD,
@@ -48,7 +50,7 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
             authorized_operations=AUTHORIZED_OPERATIONS_OMITTED if missing else operations,
         )
     return Described(
-        error_code=NONE,
+        error_code=ErrorCode.NONE,
         error_message=None,
         group_id=group_id,
         group_state=description.state,

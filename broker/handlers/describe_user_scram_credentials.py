@@ -7,9 +7,11 @@ from typing import Any
 from kafka.protocol.admin import DescribeUserScramCredentialsResponse
 
 from broker.context import RequestContext
-from broker.security.authorizer import CLUSTER_AUTHORIZATION_FAILED, DESCRIBE
+from broker.security.authorizer import DESCRIBE
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 50
+API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 Info = Result.CredentialInfo
 
@@ -20,11 +22,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         # DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and
         # once per requested user, with no user name; ApiError drops the default message.
         refused = [
-            Result(user="", error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, credential_infos=[])
+            Result(
+                user="",
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                error_message=None,
+                credential_infos=[],
+            )
             for _ in users or ()
         ]
         return ctx.response(
-            throttle_time_ms=0, error_code=CLUSTER_AUTHORIZATION_FAILED, error_message=None, results=refused
+            throttle_time_ms=0,
+            error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+            error_message=None,
+            results=refused,
         )
     results = [
         Result(
@@ -35,4 +45,4 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for r in ctx.broker.credentials.describe(users)
     ]
-    return ctx.response(throttle_time_ms=0, error_code=0, error_message=None, results=results)
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=results)

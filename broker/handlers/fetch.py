@@ -18,12 +18,12 @@ from kafka.protocol.consumer import FetchResponse
 
 from broker import throttling
 from broker.context import RequestContext
-from broker.handlers.common import NONE, find_topic, led_partition
+from broker.handlers.common import find_topic, led_partition
 from broker.state.cluster import Partition
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 1
-OFFSET_OUT_OF_RANGE = 1
-FETCH_SESSION_ID_NOT_FOUND = 70
+API_KEY = ApiKey.FETCH
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
 
@@ -55,7 +55,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                 read.append(partition)
                 high_watermark, log_start = log.high_watermark, log.log_start_offset
                 if not log_start <= wanted.fetch_offset <= high_watermark:
-                    error = OFFSET_OUT_OF_RANGE
+                    error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif wanted.fetch_offset < high_watermark and remaining > 0:
                     limit = min(wanted.partition_max_bytes, remaining)
                     records, count = log.read_counted(
@@ -64,7 +64,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     ctx.record_count = (ctx.record_count or 0) + count
                     remaining -= len(records)
                     total += len(records)
-            if error != NONE:
+            if error != ErrorCode.NONE:
                 has_error = True
                 ctx.count_error(error)
             partitions.append(
@@ -86,13 +86,15 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
 
 
 def _respond(ctx: RequestContext, results: list[Any]) -> Any:
-    response = ctx.response(throttle_time_ms=0, error_code=NONE, session_id=0, responses=results)
+    response = ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=results)
     if not throttling.fetch_quota_enabled(ctx):
         return response
     body = response.encode(version=ctx.api_version)  # sent as is unless throttled
     if throttling.record_fetch(ctx, 4 + len(body)):
         ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
-        return ctx.response(throttle_time_ms=ctx.throttle_ms, error_code=NONE, session_id=0, responses=[])
+        return ctx.response(
+            throttle_time_ms=ctx.throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=[]
+        )
     ctx.encoded = (response, body)
     return response
 
@@ -136,7 +138,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         # An incremental fetch of a session we never created. Epoch 0 or -1 asks for a
         # full fetch (closing that session), which is served below.
         return ctx.response(
-            throttle_time_ms=0, error_code=FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
+            throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND, session_id=0, responses=[]
         )
     max_bytes = throttling.fetch_max_bytes(
         ctx, request.max_bytes if ctx.api_version >= 3 else throttling.INT32_MAX

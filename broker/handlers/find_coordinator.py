@@ -12,17 +12,18 @@ from typing import Any
 from kafka.protocol.metadata import FindCoordinatorResponse
 
 from broker.context import RequestContext
-from broker.state.groups import COORDINATOR_NOT_AVAILABLE, INVALID_REQUEST, NONE
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 # Errors.message() of the codes this handler returns, as Kafka puts them in error_message.
-MESSAGES = {
-    NONE: "NONE",
-    COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
-    INVALID_REQUEST: (
+MESSAGES: dict[int, str] = {
+    ErrorCode.NONE: "NONE",
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
+    ErrorCode.INVALID_REQUEST: (
         "This most likely occurs because of a request being malformed by the client library or "
         "the message was sent to an incompatible broker. See the broker logs for more details."
     ),
@@ -33,15 +34,15 @@ NO_NODE = (-1, "", -1)
 def lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, tuple[int, str, int]]:
     """(error, (node_id, host, port)) for one coordinator key."""
     if key_type == TRANSACTION_KEY_TYPE:
-        return COORDINATOR_NOT_AVAILABLE, NO_NODE
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
     if key_type != GROUP_KEY_TYPE:
-        return INVALID_REQUEST, NO_NODE
+        return ErrorCode.INVALID_REQUEST, NO_NODE
     node_id = ctx.groups.coordinator_for(key)
     node = ctx.cluster.brokers.get(node_id)
     if node is None or not node.up:
-        return COORDINATOR_NOT_AVAILABLE, NO_NODE
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
     host, port = node.endpoint(ctx.connection.listener)
-    return NONE, (node_id, host, port)
+    return ErrorCode.NONE, (node_id, host, port)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -57,7 +58,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     host=host,
                     port=port,
                     error_code=error,
-                    error_message=None if error in (NONE, COORDINATOR_NOT_AVAILABLE) else MESSAGES[error],
+                    error_message=None
+                    if error in (ErrorCode.NONE, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+                    else MESSAGES[error],
                 )
             )
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)

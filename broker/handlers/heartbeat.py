@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.state.groups import NOT_COORDINATOR
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 12
+API_KEY = ApiKey.HEARTBEAT
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     if group_id and ctx.groups.coordinator_for(group_id) != ctx.node_id:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_COORDINATOR)
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NOT_COORDINATOR)
     error = ctx.groups.heartbeat(
         group_id,
         request.generation_id,

@@ -13,14 +13,15 @@ from typing import Any
 
 from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
 from broker.context import RequestContext
-from broker.security.authorizer import ALTER_CONFIGS, CLUSTER_AUTHORIZATION_FAILED
+from broker.security.authorizer import ALTER_CONFIGS
 from messages.registry import response_class
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 44
-TOPIC_AUTHORIZATION_FAILED = 29
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 # ControllerApis answers `new ApiError(error)`, which carries the error's default message.
-CLUSTER_REFUSED = ConfigError(CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
-TOPIC_REFUSED = ConfigError(TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+CLUSTER_REFUSED = ConfigError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+TOPIC_REFUSED = ConfigError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
 
 
 async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate_only: bool) -> Any:
@@ -39,7 +40,7 @@ async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate
     Response = response_class(ctx.api_key).AlterConfigsResourceResponse
     responses = [
         Response(
-            error_code=error.code if error else 0,
+            error_code=error.code if error else ErrorCode.NONE,
             error_message=error.message if error else None,
             resource_type=alteration.resource_type,
             resource_name=alteration.resource_name,

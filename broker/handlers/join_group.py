@@ -7,9 +7,10 @@ from typing import Any
 from kafka.protocol.consumer import JoinGroupResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NOT_COORDINATOR
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 Member = JoinGroupResponse.JoinGroupResponseMember
 
 
@@ -18,7 +19,9 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     if group_id and ctx.groups.coordinator_for(group_id) != ctx.node_id:
         return ctx.response(
-            throttle_time_ms=0, error_code=NOT_COORDINATOR, protocol_name=None if version >= 7 else ""
+            throttle_time_ms=0,
+            error_code=ErrorCode.NOT_COORDINATOR,
+            protocol_name=None if version >= 7 else "",
         )
     result = await ctx.groups.join_group(
         group_id,

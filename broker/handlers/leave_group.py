@@ -7,9 +7,10 @@ from typing import Any
 from kafka.protocol.consumer import LeaveGroupResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NONE, NOT_COORDINATOR
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 MemberResponse = LeaveGroupResponse.MemberResponse
 
 
@@ -22,13 +23,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     member_errors: list[int] = []
     if group_id and ctx.groups.coordinator_for(group_id) != ctx.node_id:
-        error = NOT_COORDINATOR
+        error: int = ErrorCode.NOT_COORDINATOR
     else:
         error, member_errors = ctx.groups.leave_group(group_id, leaving)
     if version <= 2:
         # Single-member versions carry the member's error at the top level.
-        if error == NONE:
-            error = next((code for code in member_errors if code != NONE), NONE)
+        if error == ErrorCode.NONE:
+            error = next((code for code in member_errors if code != ErrorCode.NONE), ErrorCode.NONE)
         return ctx.response(throttle_time_ms=0, error_code=error)
     return ctx.response(
         throttle_time_ms=0,

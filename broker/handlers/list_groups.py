@@ -7,9 +7,10 @@ from typing import Any
 from kafka.protocol.admin import ListGroupsResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NONE
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 16
+API_KEY = ApiKey.LIST_GROUPS
 Listed = ListGroupsResponse.ListedGroup
 
 
@@ -23,7 +24,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     )
     return ctx.response(
         throttle_time_ms=0,
-        error_code=NONE,
+        error_code=ErrorCode.NONE,
         groups=[
             Listed(
                 group_id=g.group_id,

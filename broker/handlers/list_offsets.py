@@ -7,15 +7,16 @@ from typing import Any
 from kafka.protocol.consumer import ListOffsetsResponse
 
 from broker.context import RequestContext
-from broker.handlers.common import NONE, find_topic, led_partition
+from broker.handlers.common import find_topic, led_partition
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
-UNSUPPORTED_VERSION = 35
 TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = TopicResult.ListOffsetsPartitionResponse
 
@@ -23,18 +24,18 @@ PartitionResult = TopicResult.ListOffsetsPartitionResponse
 def _lookup(log: Any, timestamp: int, version: int) -> tuple[int, int, int]:
     """(error, offset, timestamp) for one partition, as Kafka's Partition.fetchOffsetForTimestamp."""
     if timestamp in (LATEST, LATEST_TIERED):
-        return NONE, log.high_watermark, -1
+        return ErrorCode.NONE, log.high_watermark, -1
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return NONE, log.log_start_offset, -1
+        return ErrorCode.NONE, log.log_start_offset, -1
     if timestamp == MAX_TIMESTAMP:
         if version < 7:
-            return UNSUPPORTED_VERSION, -1, -1
+            return ErrorCode.UNSUPPORTED_VERSION, -1, -1
         found = log.max_timestamp_offset()
     else:
         found = log.offset_for_timestamp(timestamp)
     if found is None:
-        return NONE, -1, -1
-    return NONE, found[0], found[1]
+        return ErrorCode.NONE, -1, -1
+    return ErrorCode.NONE, found[0], found[1]
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -8,11 +8,11 @@ from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
 from broker.context import RequestContext
-from broker.handlers.common import LEADER_NOT_AVAILABLE, NONE, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION
 from broker.state.cluster import ClusterError, Topic
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 3
-INVALID_TOPIC_EXCEPTION = 17
+API_KEY = ApiKey.METADATA
 Broker = MetadataResponse.MetadataResponseBroker
 TopicEntry = MetadataResponse.MetadataResponseTopic
 PartitionEntry = TopicEntry.MetadataResponsePartition
@@ -28,7 +28,7 @@ def topic_entry(ctx: RequestContext, topic: Topic) -> Any:
         isr = [r for r in partition.replicas if r in live]
         partitions.append(
             PartitionEntry(
-                error_code=NONE if leader_up else LEADER_NOT_AVAILABLE,
+                error_code=ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
                 partition_index=partition.index,
                 leader_id=partition.leader if leader_up else -1,
                 leader_epoch=partition.leader_epoch,
@@ -38,7 +38,7 @@ def topic_entry(ctx: RequestContext, topic: Topic) -> Any:
             )
         )
     return TopicEntry(
-        error_code=NONE,
+        error_code=ErrorCode.NONE,
         name=topic.name,
         topic_id=topic.topic_id,
         is_internal=topic.is_internal,
@@ -75,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 entries.append(
                     topic_entry(ctx, topic)
                     if topic
-                    else _error_entry(UNKNOWN_TOPIC_ID, None, wanted.topic_id)
+                    else _error_entry(ErrorCode.UNKNOWN_TOPIC_ID, None, wanted.topic_id)
                 )
                 continue
             topic = cluster.topics.get(wanted.name)
@@ -93,13 +93,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 except ClusterError as exc:
                     entries.append(
                         _error_entry(
-                            exc.code if exc.code == INVALID_TOPIC_EXCEPTION else LEADER_NOT_AVAILABLE,
+                            exc.code
+                            if exc.code == ErrorCode.INVALID_TOPIC_EXCEPTION
+                            else ErrorCode.LEADER_NOT_AVAILABLE,
                             wanted.name,
                         )
                     )
                     continue
             entries.append(
-                topic_entry(ctx, topic) if topic else _error_entry(UNKNOWN_TOPIC_OR_PARTITION, wanted.name)
+                topic_entry(ctx, topic)
+                if topic
+                else _error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, wanted.name)
             )
     listener = ctx.connection.listener
     brokers = []
@@ -113,5 +117,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         controller_id=cluster.controller_id,
         topics=entries,
         authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
-        error_code=NONE,
+        error_code=ErrorCode.NONE,
     )

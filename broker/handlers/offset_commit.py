@@ -12,9 +12,11 @@ from typing import Any
 from kafka.protocol.consumer import OffsetCommitResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NOT_COORDINATOR, UNKNOWN_TOPIC_ID, UNKNOWN_TOPIC_OR_PARTITION, OffsetCommit
+from broker.state.groups import OffsetCommit
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = TopicResponse.OffsetCommitResponsePartition
 
@@ -35,9 +37,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             row = [partition.partition_index, None]
             rows.append(row)
             if topic is None:
-                row[1] = UNKNOWN_TOPIC_ID if use_ids else UNKNOWN_TOPIC_OR_PARTITION
+                row[1] = ErrorCode.UNKNOWN_TOPIC_ID if use_ids else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not 0 <= partition.partition_index < len(topic.partitions):
-                row[1] = UNKNOWN_TOPIC_OR_PARTITION
+                row[1] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 commits.append(
                     OffsetCommit(
@@ -51,7 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 pending.append(row)
     if commits:
         if ctx.groups.coordinator_for(request.group_id) != ctx.node_id:
-            errors = [NOT_COORDINATOR] * len(commits)
+            errors: list[int] = [ErrorCode.NOT_COORDINATOR] * len(commits)
         else:
             errors = ctx.groups.commit_offsets(
                 request.group_id,

@@ -13,9 +13,11 @@ from typing import Any
 from kafka.protocol.consumer import OffsetFetchResponse
 
 from broker.context import RequestContext
-from broker.state.groups import NONE, NOT_COORDINATOR, UNKNOWN_TOPIC_ID, CommittedOffset
+from broker.state.groups import CommittedOffset
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 9
+API_KEY = ApiKey.OFFSET_FETCH
 # v1-7: one group at the top level
 TopicV1 = OffsetFetchResponse.OffsetFetchResponseTopic
 PartitionV1 = TopicV1.OffsetFetchResponsePartition
@@ -31,15 +33,15 @@ Answer = tuple[str, uuid.UUID | None, list[tuple[int, CommittedOffset | None, in
 def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tuple[int, list[Answer]]:
     """(group error, topics) for one group; `topics` None means all committed offsets."""
     if ctx.groups.coordinator_for(group_id) != ctx.node_id:
-        return NOT_COORDINATOR, []
+        return ErrorCode.NOT_COORDINATOR, []
     cluster = ctx.cluster
     if topics is None:
         answers: dict[str, Answer] = {}
         for (name, index), committed in ctx.groups.fetch_offsets(group_id).items():
             topic = cluster.topics.get(name)
             answer = answers.setdefault(name, (name, topic.topic_id if topic else None, []))
-            answer[2].append((index, committed, NONE))
-        return NONE, list(answers.values())
+            answer[2].append((index, committed, ErrorCode.NONE))
+        return ErrorCode.NONE, list(answers.values())
     result: list[Answer] = []
     wanted: list[tuple[str, int]] = []
     for requested in topics:
@@ -50,21 +52,21 @@ def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tup
                     (
                         "",
                         requested.topic_id,
-                        [(i, None, UNKNOWN_TOPIC_ID) for i in requested.partition_indexes],
+                        [(i, None, ErrorCode.UNKNOWN_TOPIC_ID) for i in requested.partition_indexes],
                     )
                 )
                 continue
             name, topic_id = topic.name, topic.topic_id
         else:
             name, topic_id = requested.name, None
-        result.append((name, topic_id, [(i, None, NONE) for i in requested.partition_indexes]))
+        result.append((name, topic_id, [(i, None, ErrorCode.NONE) for i in requested.partition_indexes]))
         wanted.extend((name, i) for i in requested.partition_indexes)
     offsets = ctx.groups.fetch_offsets(group_id, wanted)
-    return NONE, [
+    return ErrorCode.NONE, [
         (
             name,
             topic_id,
-            [(i, offsets.get((name, i)) if error == NONE else None, error) for i, _, error in rows],
+            [(i, offsets.get((name, i)) if error == ErrorCode.NONE else None, error) for i, _, error in rows],
         )
         for name, topic_id, rows in result
     ]
@@ -105,7 +107,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         return ctx.response(throttle_time_ms=0, groups=groups)
     error, answers = fetch(ctx, request.group_id, request.topics, use_ids=False)
-    if error != NONE and version < 2:
+    if error != ErrorCode.NONE and version < 2:
         # v0-1 have no group-level error: every requested partition carries it.
         answers = [
             (t.name, None, [(i, None, error) for i in t.partition_indexes]) for t in request.topics or []

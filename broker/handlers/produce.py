@@ -11,16 +11,14 @@ from kafka.protocol.producer import ProduceResponse
 
 from broker import throttling
 from broker.context import RequestContext
-from broker.handlers.common import NONE, NOT_LEADER_OR_FOLLOWER, find_topic, led_partition
+from broker.handlers.common import find_topic, led_partition
 from broker.state.cluster import Topic
 from broker.state.log import SequenceError
 from broker.state.records import InvalidRecords, split_batches
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 0
-CORRUPT_MESSAGE = 2
-MESSAGE_TOO_LARGE = 10
-INVALID_REQUIRED_ACKS = 21
-INVALID_RECORD = 87
+API_KEY = ApiKey.PRODUCE
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = TopicResult.PartitionProduceResponse
 LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch
@@ -32,15 +30,15 @@ def _append(
 ) -> tuple[int, int, str | None]:
     """(error code, base offset, error message) for one partition's records."""
     if records is None:
-        return INVALID_RECORD, -1, "records are null"
+        return ErrorCode.INVALID_RECORD, -1, "records are null"
     try:
         batches = split_batches(records)
     except InvalidRecords as exc:
-        return (CORRUPT_MESSAGE if exc.corrupt else INVALID_RECORD), -1, str(exc)
+        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc)
     for batch in batches:
         if batch.size > max_batch_bytes:
             return (
-                MESSAGE_TOO_LARGE,
+                ErrorCode.MESSAGE_TOO_LARGE,
                 -1,
                 f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
             )
@@ -49,7 +47,7 @@ def _append(
     except SequenceError as exc:
         return exc.code, -1, str(exc)
     ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
-    return NONE, base_offset, None
+    return ErrorCode.NONE, base_offset, None
 
 
 def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
@@ -76,16 +74,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             error, base_offset, message = topic_error, -1, None
             partition = None
             if acks not in (-1, 0, 1):
-                error = INVALID_REQUIRED_ACKS
+                error = ErrorCode.INVALID_REQUIRED_ACKS
             elif topic is not None:
                 partition, error = led_partition(ctx, topic, data.index)
             if partition is not None:
                 error, base_offset, message = _append(ctx, partition, data.records, max_batch_bytes)
-            if error != NONE:
+            if error != ErrorCode.NONE:
                 failed = True
                 ctx.count_error(error)
             extra = {}
-            if error == NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
+            if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
                 extra["current_leader"] = LeaderIdAndEpoch(
                     leader_id=leader.leader, leader_epoch=leader.leader_epoch

@@ -9,25 +9,30 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.security.sasl import ILLEGAL_SASL_STATE, SASL_AUTHENTICATION_FAILED
 from broker.security.scram import SaslAuthenticationError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 36
+API_KEY = ApiKey.SASL_AUTHENTICATE
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     session = ctx.connection.sasl
     if session is None:
         return ctx.response(
-            error_code=ILLEGAL_SASL_STATE,
+            error_code=ErrorCode.ILLEGAL_SASL_STATE,
             error_message="SaslAuthenticate request received after successful authentication",
             auth_bytes=b"",
         )
     try:
         challenge = session.evaluate(bytes(request.auth_bytes))
     except SaslAuthenticationError as exc:
-        failure = ctx.response(error_code=SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b"")
+        failure = ctx.response(
+            error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b""
+        )
         return ctx.connection.fail_authentication(failure)
     if session.complete:
         ctx.connection.authenticated(session)
-    return ctx.response(error_code=0, error_message=None, auth_bytes=challenge, session_lifetime_ms=0)
+    return ctx.response(
+        error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge, session_lifetime_ms=0
+    )

@@ -10,15 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.security.sasl import ILLEGAL_SASL_STATE
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 17
+API_KEY = ApiKey.SASL_HANDSHAKE
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     session = ctx.connection.sasl
     if session is None:
-        return ctx.response(error_code=ILLEGAL_SASL_STATE, mechanisms=[])
+        return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     error_code = session.handshake(request.mechanism, ctx.api_version)
     response = ctx.response(error_code=error_code, mechanisms=session.enabled_mechanisms)
     return ctx.connection.fail_authentication(response) if error_code else response

@@ -5,19 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.state.groups import INCONSISTENT_GROUP_PROTOCOL, NOT_COORDINATOR
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
-API_KEY = 14
+API_KEY = ApiKey.SYNC_GROUP
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     if version >= 5 and (request.protocol_type is None or request.protocol_name is None):
         # Kafka rejects v5+ requests without the (then mandatory) protocol type and name.
-        return ctx.response(throttle_time_ms=0, error_code=INCONSISTENT_GROUP_PROTOCOL)
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     group_id = request.group_id
     if group_id and ctx.groups.coordinator_for(group_id) != ctx.node_id:
-        return ctx.response(throttle_time_ms=0, error_code=NOT_COORDINATOR)
+        return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NOT_COORDINATOR)
     result = await ctx.groups.sync_group(
         group_id,
         request.generation_id,

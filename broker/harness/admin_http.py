@@ -33,7 +33,7 @@ import logging
 import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn, Protocol, TypeVar
 
 from aiohttp import web
 from kafka.errors import for_code
@@ -42,23 +42,22 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 
-from broker.harness.recording import to_json_value
-from broker.quota_admin import ANY
-from broker.state.cluster import ClusterError
+from broker.harness.conformance import ConformanceTracker
+from broker.harness.faults import FaultInjector
+from broker.harness.recording import RequestRecorder, to_json_value
+from broker.quota_admin import ANY, QuotaAdmin
+from broker.server import BrokerServer
+from broker.state.cluster import ClusterError, Partition
 from messages.registry import api_name
+from protocol.errors import ErrorCode
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
+from quotas.sensor import Metric
 from quotas.validation import QuotaError
-
-if TYPE_CHECKING:
-    from broker.mock_cluster import MockCluster
-    from broker.server import BrokerServer
-    from quotas.sensor import Metric
 
 log = logging.getLogger("broker.admin_http")
 
 DEFAULT_NAME = "<default>"  # query value for the default entity (null in JSON bodies)
 ANY_NAME = "<any>"  # query value for any name of that entity type (Kafka's MATCH_TYPE_SPECIFIED)
-UNKNOWN_TOPIC_OR_PARTITION = 3
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 SHUTDOWN_TIMEOUT_S = 5.0  # how long stop() waits for in-flight HTTP requests
 # Entity type in HTTP (Kafka's names) -> QuotaAdmin.describe keyword.
@@ -252,12 +251,36 @@ def _path_int(request: web.Request, name: str, what: str) -> int:
 
 # -- the server ------------------------------------------------------------------
 
+T = TypeVar("T")
+
+
+class ControlledCluster(Protocol):
+    """What the control plane drives: MockCluster's harness API."""
+
+    @property
+    def brokers(self) -> list[BrokerServer]: ...
+    @property
+    def quotas(self) -> QuotaAdmin: ...
+    @property
+    def faults(self) -> FaultInjector: ...
+    @property
+    def requests(self) -> RequestRecorder: ...
+    @property
+    def conformance(self) -> ConformanceTracker: ...
+    def broker(self, node_id: int) -> BrokerServer: ...
+    def describe(self) -> dict[str, Any]: ...
+    async def stop_broker_async(self, node_id: int) -> None: ...
+    async def start_broker_async(self, node_id: int) -> None: ...
+    def move_leader(self, topic: str, partition: int, node_id: int) -> Partition: ...
+    def metrics(self) -> list[Metric]: ...
+    def on_loop(self, fn: Callable[[], T]) -> T: ...
+
 
 class AdminServer:
     """The control plane of one MockCluster (one per cluster, with its own metrics
     registry so that clusters in one process do not collide)."""
 
-    def __init__(self, cluster: MockCluster) -> None:
+    def __init__(self, cluster: ControlledCluster) -> None:
         self.cluster = cluster
         self.app = web.Application(middlewares=[_json_errors])
         self._runner: web.AppRunner | None = None
@@ -329,7 +352,7 @@ class AdminServer:
             self.cluster.broker(node_id)  # unknown: 404 with code 42, as /v1/brokers/{id} answers
             moved = self.cluster.move_leader(topic, partition, node_id)
         except ClusterError as exc:
-            unknown = exc.code == UNKNOWN_TOPIC_OR_PARTITION or exc.message.startswith("Unknown broker")
+            unknown = exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or exc.message.startswith("Unknown broker")
             raise kafka_error(404 if unknown else 400, exc.code, exc.message) from None
         return _json(
             {
@@ -573,7 +596,7 @@ class ClusterCollector(Collector):
     read at scrape time on the cluster's loop (gauges: Kafka's rates and averages are
     already windowed)."""
 
-    def __init__(self, cluster: MockCluster) -> None:
+    def __init__(self, cluster: ControlledCluster) -> None:
         self.cluster = cluster
 
     def collect(self) -> Iterator[PromMetric]:

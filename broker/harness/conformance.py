@@ -3,8 +3,8 @@ the API keys and versions it used, the error codes it received, whether it honou
 throttle_time_ms, and protocol oddities seen.
 
 A throttled connection is muted (nothing read). Just before the throttle ends, the bytes
-waiting unread in its socket are compared with those that were waiting when the mute
-began: more means the client sent a request while it should have held back, a
+waiting unread in its socket are compared with those that were waiting just before the
+throttled response went out: more means the client sent a request while it should have held back, a
 violation. Requests already pipelined before the throttled response was sent are
 therefore not counted.
 """
@@ -162,19 +162,22 @@ class ConformanceTracker(Observer):
         if codes:
             client.errors.setdefault(api_key, Counter()).update(codes)
 
-    def muted(self, connection: ConnectionView, throttle_ms: int) -> None:
-        """Just before the throttle ends, bytes that arrived meanwhile show a client that
-        did not honour it."""
+    def throttled(self, connection: ConnectionView, throttle_ms: int) -> None:
+        """Bytes waiting before the throttled response goes out were on their way
+        already; more of them just before the mute ends show a client that sent while
+        it should have held back. (Measured before the write: a client in this process
+        may answer the response before the broker thread runs again.)"""
         waiting = unread_bytes(connection)
-        deadline = connection.mute_deadline
-        if waiting is None or deadline is None:
+        if waiting is None:
             return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + throttle_ms / 1000
         check_s = max(throttle_ms * 0.9, throttle_ms - THROTTLE_CHECK_MARGIN_MS) / 1000
-        asyncio.get_running_loop().call_later(check_s, self._check_throttle, connection, waiting, deadline)
+        loop.call_later(check_s, self._check_throttle, connection, waiting, deadline)
 
     def _check_throttle(self, connection: ConnectionView, waiting: int, deadline: float) -> None:
-        if connection.closed or connection.mute_deadline != deadline:
-            return  # the mute ended early, or another replaced it
+        if connection.closed or connection.mute_deadline is None:
+            return  # the mute ended early
         if asyncio.get_running_loop().time() > deadline - THROTTLE_CHECK_LATE_S:
             return  # too late to tell an early request from a timely one
         now_waiting = unread_bytes(connection)

@@ -27,11 +27,9 @@ from typing import Any, TypeVar
 from broker.context import RequestContext
 from broker.handlers import HANDLERS
 from broker.pipeline import CloseConnection, Handler
+from protocol.api_keys import ApiKey
 
 T = TypeVar("T")
-PRODUCE = 0
-METADATA = 3
-API_VERSIONS = 18
 MAX_INT32 = 2**31 - 1
 OnLoop = Callable[[Callable[[], T]], T]
 
@@ -56,35 +54,35 @@ def _topics(request: str, response: str, inner: Level | None = None, *keys: tupl
 
 _PARTITION = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
 LEVELS: dict[int, Level] = {
-    0: _topics(
+    ApiKey.PRODUCE: _topics(
         "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
     ),
-    1: _topics(
+    ApiKey.FETCH: _topics(
         "topics",
         "responses",
         Level(("partitions",), "partitions", (("partition_index", "partition"),)),
         ("topic", "topic"),
         ("topic_id", "topic_id"),
     ),
-    2: _topics("topics", "topics", _PARTITION, ("name", "name")),
-    3: _topics("topics", "topics"),
-    8: _topics("topics", "topics", _PARTITION),
-    15: Level(("groups",), "groups", (("group_id", ""),)),
-    19: _topics("topics", "topics", None, ("name", "name")),
-    20: _topics("topics", "responses"),
-    32: Level(
+    ApiKey.LIST_OFFSETS: _topics("topics", "topics", _PARTITION, ("name", "name")),
+    ApiKey.METADATA: _topics("topics", "topics"),
+    ApiKey.OFFSET_COMMIT: _topics("topics", "topics", _PARTITION),
+    ApiKey.DESCRIBE_GROUPS: Level(("groups",), "groups", (("group_id", ""),)),
+    ApiKey.CREATE_TOPICS: _topics("topics", "topics", None, ("name", "name")),
+    ApiKey.DELETE_TOPICS: _topics("topics", "responses"),
+    ApiKey.DESCRIBE_CONFIGS: Level(
         ("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
     ),
-    33: Level(
+    ApiKey.ALTER_CONFIGS: Level(
         ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
     ),
-    37: _topics("topics", "results", None, ("name", "name")),
-    42: Level(("groups_names",), "results", (("group_id", ""),)),
-    44: Level(
+    ApiKey.CREATE_PARTITIONS: _topics("topics", "results", None, ("name", "name")),
+    ApiKey.DELETE_GROUPS: Level(("groups_names",), "results", (("group_id", ""),)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Level(
         ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
     ),
-    49: Level(("entries",), "entries", (("entity", "entity"),)),
-    51: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
+    ApiKey.ALTER_CLIENT_QUOTAS: Level(("entries",), "entries", (("entity", "entity"),)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
 }
 # Versions whose entries live elsewhere than LEVELS says.
 _OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
@@ -93,11 +91,11 @@ _COORDINATOR_KEYS = Level(("coordinator_keys",), "coordinators", (("key", ""),))
 
 
 def level_for(api_key: int, version: int) -> Level | None:
-    if api_key == 20 and version < 6:
+    if api_key == ApiKey.DELETE_TOPICS and version < 6:
         return _OLD_DELETE_TOPICS
-    if api_key == 9 and version >= 8:
+    if api_key == ApiKey.OFFSET_FETCH and version >= 8:
         return _GROUPED_OFFSET_FETCH
-    if api_key == 10 and version >= 4:
+    if api_key == ApiKey.FIND_COORDINATOR and version >= 4:
         return _COORDINATOR_KEYS
     return LEVELS.get(api_key)
 
@@ -267,7 +265,7 @@ class FaultInjector:
             if not fault._matches(ctx.node_id, ctx.api_key, ctx.client_id):
                 continue
             level = level_for(ctx.api_key, ctx.api_version) if fault.error_code or fault._entries else None
-            if level is not None and ctx.api_key == METADATA and request.topics is None:
+            if level is not None and ctx.api_key == ApiKey.METADATA and request.topics is None:
                 request = _naming_all_topics(ctx, request)
             selected = _select(ctx, level, request, fault) if level is not None else []
             if fault._entries and not selected:
@@ -385,7 +383,7 @@ def _answer(
     if not fault.error_code:
         return handler(ctx, request)
     if level is None:
-        if ctx.api_key == API_VERSIONS:
+        if ctx.api_key == ApiKey.API_VERSIONS:
             ctx.api_version = 0  # an ApiVersions error is answered in v0, as KIP-511 has it
         if not _has_field(ctx.response(), "error_code"):
             raise CloseConnection(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
@@ -406,7 +404,7 @@ async def _errors_after(
 def _with_errors(ctx: RequestContext, response: Any, level: Level, selected: Selection, code: int) -> Any:
     """The handler's response with the selected entries' errors added. None stays None:
     an acks=0 produce is not answered, its selected entries are just not appended."""
-    if response is None or (ctx.api_key == PRODUCE and ctx.request.acks == 0):
+    if response is None or (ctx.api_key == ApiKey.PRODUCE and ctx.request.acks == 0):
         return None
     ctx.encoded = None  # a body the handler encoded lacks these entries
     ctx.error_code = None  # the metrics row and the report count them from the response
@@ -439,7 +437,7 @@ def _without(ctx: RequestContext, level: Level, request: Any, selected: Selectio
             kept.append(entry)
         changes[name] = kept
         left += len(kept)
-    if ctx.api_key == METADATA:
+    if ctx.api_key == ApiKey.METADATA:
         return _copy(request, **changes)
     return _copy(request, **changes) if left else None
 

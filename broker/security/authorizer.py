@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
 
-CLUSTER_AUTHORIZATION_FAILED = 31
 DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
 ALTER_CONFIGS = "ALTER_CONFIGS"
 DESCRIBE = "DESCRIBE"

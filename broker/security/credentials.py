@@ -34,16 +34,11 @@ from broker.security.scram import (
     new_salt,
     salted_password,
 )
+from protocol.errors import ErrorCode
 from quotas.store import open_state_db
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
-
-UNKNOWN_SERVER_ERROR = -1
-UNSUPPORTED_SASL_MECHANISM = 33
-RESOURCE_NOT_FOUND = 91
-DUPLICATE_RESOURCE = 92
-UNACCEPTABLE_CREDENTIAL = 93
 
 ALL_MECHANISMS = (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)
 Key = tuple[str, ScramMechanism]
@@ -77,14 +72,14 @@ class Upsertion:
 @dataclass(frozen=True, slots=True)
 class AlterResult:
     user: str
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class DescribeResult:
     user: str
-    error_code: int = 0
+    error_code: int = ErrorCode.NONE
     error_message: str | None = None
     credentials: tuple[tuple[ScramMechanism, int], ...] = ()  # (mechanism, iterations)
 
@@ -222,7 +217,7 @@ class CredentialStore:
                 results.append(
                     DescribeResult(
                         user,
-                        DUPLICATE_RESOURCE,
+                        ErrorCode.DUPLICATE_RESOURCE,
                         f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}",
                     )
                 )
@@ -236,7 +231,7 @@ class CredentialStore:
                 results.append(
                     DescribeResult(
                         user,
-                        RESOURCE_NOT_FOUND,
+                        ErrorCode.RESOURCE_NOT_FOUND,
                         f"Attempt to describe a user credential that does not exist: {user}",
                     )
                 )
@@ -260,7 +255,10 @@ class CredentialStore:
         to_delete: dict[str, Deletion] = {}
         to_upsert: dict[str, Upsertion] = {}
         errors: dict[str, tuple[int, str | None]] = {}
-        duplicate = (DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request")
+        duplicate = (
+            ErrorCode.DUPLICATE_RESOURCE,
+            "A user credential cannot be altered twice in the same request",
+        )
         for deletion in deletions:
             if deletion.user in errors:
                 continue
@@ -291,7 +289,7 @@ class CredentialStore:
             if not upsertion.salted_password:
                 # Kafka's HMAC refuses an empty key ("Empty key"); an unexpected
                 # exception is UNKNOWN_SERVER_ERROR with no message.
-                errors[upsertion.user] = (UNKNOWN_SERVER_ERROR, None)
+                errors[upsertion.user] = (ErrorCode.UNKNOWN_SERVER_ERROR, None)
                 continue
             credential = credential_from_salted_password(
                 mechanism, upsertion.salt, upsertion.salted_password, upsertion.iterations
@@ -304,7 +302,7 @@ class CredentialStore:
     def _validate_deletion(self, deletion: Deletion) -> tuple[int, str] | None:
         error = _validate_user_and_mechanism(deletion.user, deletion.mechanism)
         if error is None and (deletion.user, _known(deletion.mechanism)) not in self._credentials:
-            return RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+            return ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
         return error
 
     async def _commit(self, changes: list[Change]) -> None:
@@ -393,9 +391,9 @@ def _known(type_code: int) -> ScramMechanism:
 
 def _validate_user_and_mechanism(user: str, type_code: int) -> tuple[int, str] | None:
     if not user:
-        return UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
     if ScramMechanism.from_type(type_code) is None:
-        return UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
     return None
 
 
@@ -404,7 +402,7 @@ def _validate_upsertion(upsertion: Upsertion) -> tuple[int, str] | None:
     if error is not None:
         return error
     if upsertion.iterations < MIN_ITERATIONS:
-        return UNACCEPTABLE_CREDENTIAL, "Too few iterations"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"
     if upsertion.iterations > MAX_ITERATIONS:
-        return UNACCEPTABLE_CREDENTIAL, "Too many iterations"
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too many iterations"
     return None

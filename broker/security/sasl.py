@@ -21,18 +21,14 @@ from broker.security.scram import (
     ScramMechanism,
     ScramServer,
 )
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from quotas.callback import KafkaPrincipal
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
     from broker.security.credentials import CredentialStore
 
-API_VERSIONS = 18
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
-UNSUPPORTED_SASL_MECHANISM = 33
-ILLEGAL_SASL_STATE = 34
-SASL_AUTHENTICATION_FAILED = 58
 
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -88,12 +84,12 @@ class SaslSession:
         """Raises IllegalSaslState unless `api_key` may come now (Kafka's
         handleKafkaRequest and handleSaslToken checks)."""
         state = self.state
-        if api_key == API_VERSIONS and state is SaslState.HANDSHAKE_OR_VERSIONS:
+        if api_key == ApiKey.API_VERSIONS and state is SaslState.HANDSHAKE_OR_VERSIONS:
             self.state = SaslState.HANDSHAKE
             return
-        if api_key == SASL_HANDSHAKE and state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE):
+        if api_key == ApiKey.SASL_HANDSHAKE and state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE):
             return
-        if api_key == SASL_AUTHENTICATE and state is SaslState.AUTHENTICATE:
+        if api_key == ApiKey.SASL_AUTHENTICATE and state is SaslState.AUTHENTICATE:
             return
         phase = (
             "handshake"
@@ -107,7 +103,7 @@ class SaslSession:
         mechanism is answered with 33 and the enabled list, then the connection closes."""
         if mechanism not in self.enabled_mechanisms:
             self.state = SaslState.FAILED
-            return UNSUPPORTED_SASL_MECHANISM
+            return ErrorCode.UNSUPPORTED_SASL_MECHANISM
         self.server = create_sasl_server(mechanism, self.credentials)
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKENS
         return 0

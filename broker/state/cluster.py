@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from broker.config.broker_config import BrokerConfig
 from broker.state.log import PartitionLog
+from protocol.errors import ErrorCode
 from quotas.callback import Cluster, Node, PartitionInfo
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
@@ -62,12 +63,16 @@ class Topic:
 
 def validate_topic_name(name: str) -> None:
     if not name or name in (".", ".."):
-        raise ClusterError(17, f"Topic name {name!r} is illegal")
+        raise ClusterError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
     if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise ClusterError(17, f"Topic name {name!r} is longer than {MAX_TOPIC_NAME_LENGTH} characters")
+        raise ClusterError(
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name {name!r} is longer than {MAX_TOPIC_NAME_LENGTH} characters",
+        )
     if not _LEGAL_TOPIC.match(name):
         raise ClusterError(
-            17, f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'"
+            ErrorCode.INVALID_TOPIC_EXCEPTION,
+            f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'",
         )
 
 
@@ -133,19 +138,21 @@ class ClusterState:
         controller mutation quota; it raises to refuse), validate_only included."""
         validate_topic_name(name)
         if name in self.topics:
-            raise ClusterError(36, f"Topic '{name}' already exists.")
+            raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if num_partitions == -1:
             num_partitions = self.config.get_int("num.partitions")
         if replication_factor == -1:
             replication_factor = self.config.get_int("default.replication.factor")
         if num_partitions <= 0:
-            raise ClusterError(37, "Number of partitions must be larger than 0.")
+            raise ClusterError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if replication_factor <= 0:
-            raise ClusterError(38, "Replication factor must be larger than 0.")
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+            )
         brokers = self.live_broker_ids()
         if replication_factor > len(brokers):
             raise ClusterError(
-                38,
+                ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"Unable to replicate the partition {replication_factor} time(s): "
                 f"The target replication factor of {replication_factor} cannot be reached "
                 f"because only {len(brokers)} broker(s) are registered.",
@@ -179,14 +186,15 @@ class ClusterState:
     ) -> None:
         topic = self.topics.get(name)
         if topic is None:
-            raise ClusterError(3, f"The topic '{name}' does not exist.")
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         current = len(topic.partitions)
         if total < current:
             raise ClusterError(
-                37, f"Topic currently has {current} partitions, which is higher than the requested {total}."
+                ErrorCode.INVALID_PARTITIONS,
+                f"Topic currently has {current} partitions, which is higher than the requested {total}.",
             )
         if total == current:
-            raise ClusterError(37, f"Topic already has {current} partitions.")
+            raise ClusterError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
         if charge is not None:
             charge(total - current)
         if validate_only:
@@ -197,7 +205,9 @@ class ClusterState:
     def delete_topic(self, name: str, charge: Charge | None = None) -> Topic:
         topic = self.topics.get(name)
         if topic is None:
-            raise ClusterError(3, "This server does not host this topic-partition.")
+            raise ClusterError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
+            )
         if charge is not None:
             charge(len(topic.partitions))
         del self.topics[name]
@@ -220,11 +230,13 @@ class ClusterState:
         replica), with a new leader epoch, as a controller's election does."""
         partition = self.partition(topic, index)
         if partition is None:
-            raise ClusterError(3, f"Unknown partition {topic}-{index}")
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unknown partition {topic}-{index}")
         if node_id not in self.brokers:
-            raise ClusterError(42, f"Unknown broker {node_id}")
+            raise ClusterError(ErrorCode.INVALID_REQUEST, f"Unknown broker {node_id}")
         if not self.brokers[node_id].up:
-            raise ClusterError(8, f"Broker {node_id} is not available to lead {topic}-{index}")
+            raise ClusterError(
+                ErrorCode.BROKER_NOT_AVAILABLE, f"Broker {node_id} is not available to lead {topic}-{index}"
+            )
         if partition.leader != node_id:
             others = [r for r in partition.replicas if r != node_id]
             partition.replicas = [node_id, *others[: len(partition.replicas) - 1]]

@@ -25,29 +25,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from broker.state.cluster import ClusterState
+from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
 
 log = logging.getLogger("broker.groups")
-
-# -- error codes (Apache Kafka's `Errors`) -------------------------------------
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-OFFSET_METADATA_TOO_LARGE = 12
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-INVALID_REQUEST = 42
-NON_EMPTY_GROUP = 68
-GROUP_ID_NOT_FOUND = 69
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
-GROUP_MAX_SIZE_REACHED = 81
-UNKNOWN_TOPIC_ID = 100
 
 # -- classic group states (their toString() in Kafka, as DescribeGroups/ListGroups show them)
 EMPTY = "Empty"
@@ -264,32 +245,32 @@ class ClassicGroup:
         if group_instance_id is not None:
             existing = self.static_members.get(group_instance_id)
             if existing is None:
-                return UNKNOWN_MEMBER_ID
+                return ErrorCode.UNKNOWN_MEMBER_ID
             if existing != member_id:
-                return FENCED_INSTANCE_ID
+                return ErrorCode.FENCED_INSTANCE_ID
         if member_id not in self.members:
-            return UNKNOWN_MEMBER_ID
-        return NONE
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
 
     def validate_offset_commit(
         self, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
         if self.state == DEAD:
-            return COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation_id < 0 and self.state == EMPTY:
             # Admin clients and consumers without group management ("simple" commits).
-            return NONE
+            return ErrorCode.NONE
         if generation_id >= 0 or member_id or group_instance_id is not None:
             error = self.validate_member(member_id, group_instance_id)
-            if error != NONE:
+            if error != ErrorCode.NONE:
                 return error
             if generation_id != self.generation_id:
-                return ILLEGAL_GENERATION
+                return ErrorCode.ILLEGAL_GENERATION
         elif self.state != EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if self.state == COMPLETING_REBALANCE:
-            return REBALANCE_IN_PROGRESS
-        return NONE
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
 
     def current_members(self) -> list[JoinMember]:
         return [
@@ -338,7 +319,7 @@ class ClassicGroup:
         if member.join_future is not None and member.join_future is not future:
             # A repeated JoinGroup supersedes the parked one; answer the old request
             # (its client has given up on it) rather than leaving it hanging.
-            _complete(member.join_future, JoinResult(REBALANCE_IN_PROGRESS, member.member_id))
+            _complete(member.join_future, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
         member.join_future = future
 
     def complete_join(self, member: Member, result: JoinResult) -> bool:
@@ -371,8 +352,8 @@ class ClassicGroup:
     def replace_static_member(self, group_instance_id: str, old_member_id: str, new_member_id: str) -> Member:
         """A static member rejoined without its member id: fence the old id, keep its state."""
         old = self.members.pop(old_member_id)
-        self.complete_join(old, JoinResult(FENCED_INSTANCE_ID, old_member_id))
-        self.complete_sync(old, SyncResult(FENCED_INSTANCE_ID))
+        self.complete_join(old, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_member_id))
+        self.complete_sync(old, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         new = Member(
             new_member_id,
             old.group_instance_id,
@@ -492,8 +473,8 @@ class GroupCoordinator:
         self._timers.clear()
         for group in self.groups.values():
             for member in group.members.values():
-                group.complete_join(member, JoinResult(NOT_COORDINATOR, member.member_id))
-                group.complete_sync(member, SyncResult(NOT_COORDINATOR))
+                group.complete_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+                group.complete_sync(member, SyncResult(ErrorCode.NOT_COORDINATOR))
 
     # -- JoinGroup --------------------------------------------------------------------
     async def join_group(
@@ -516,9 +497,9 @@ class GroupCoordinator:
         is v9+ (KIP-814).
         """
         if not group_id:
-            return JoinResult(INVALID_GROUP_ID, member_id)
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, member_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            return JoinResult(INVALID_SESSION_TIMEOUT, member_id)
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         request = _JoinRequest(
             group_id,
@@ -542,12 +523,12 @@ class GroupCoordinator:
         if group is None:
             if not is_unknown:
                 # A member id for a group we do not know: the client resets and rejoins.
-                _complete(future, JoinResult(UNKNOWN_MEMBER_ID, request.member_id))
+                _complete(future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, request.member_id))
                 return
             group = self.groups[request.group_id] = ClassicGroup(request.group_id)
         if not self._accept_joining_member(group, request.member_id):
             group.remove(request.member_id)
-            _complete(future, JoinResult(GROUP_MAX_SIZE_REACHED, ""))
+            _complete(future, JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, ""))
         elif is_unknown:
             self._join_new_member(group, request, future)
         else:
@@ -566,10 +547,10 @@ class GroupCoordinator:
         self, group: ClassicGroup, request: _JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
         if group.state == DEAD:
-            _complete(future, JoinResult(COORDINATOR_NOT_AVAILABLE, ""))
+            _complete(future, JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
             return
         if not group.supports_protocols(request.protocol_type, (name for name, _ in request.protocols)):
-            _complete(future, JoinResult(INCONSISTENT_GROUP_PROTOCOL, ""))
+            _complete(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, ""))
             return
         prefix = request.group_instance_id if request.group_instance_id is not None else request.client_id
         new_member_id = f"{prefix}-{uuid.uuid4()}"
@@ -588,7 +569,7 @@ class GroupCoordinator:
                 request.session_timeout_ms,
                 lambda: self._expire_heartbeat(group.group_id, new_member_id),
             )
-            _complete(future, JoinResult(MEMBER_ID_REQUIRED, new_member_id))
+            _complete(future, JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_member_id))
         else:
             self._add_member_and_rebalance(group, request, new_member_id, future)
 
@@ -597,16 +578,16 @@ class GroupCoordinator:
     ) -> None:
         member_id = request.member_id
         if group.state == DEAD:
-            _complete(future, JoinResult(COORDINATOR_NOT_AVAILABLE, member_id))
+            _complete(future, JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id))
             return
         if not group.supports_protocols(request.protocol_type, (name for name, _ in request.protocols)):
-            _complete(future, JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id))
+            _complete(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id))
             return
         if member_id in group.pending_join_members:
             self._add_member_and_rebalance(group, request, member_id, future)
             return
         error = group.validate_member(member_id, request.group_instance_id)
-        if error != NONE:
+        if error != ErrorCode.NONE:
             _complete(future, JoinResult(error, member_id))
             return
         member = group.members[member_id]
@@ -629,14 +610,14 @@ class GroupCoordinator:
             else:
                 _complete(future, self._current_generation(group, member_id, with_members=False))
         else:
-            _complete(future, JoinResult(UNKNOWN_MEMBER_ID, member_id))
+            _complete(future, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id))
 
     @staticmethod
     def _current_generation(
         group: ClassicGroup, member_id: str, with_members: bool, skip_assignment: bool = False
     ) -> JoinResult:
         return JoinResult(
-            NONE,
+            ErrorCode.NONE,
             member_id,
             group.generation_id,
             group.protocol_type,
@@ -721,7 +702,7 @@ class GroupCoordinator:
         if group.state == COMPLETING_REBALANCE:
             for member in group.members.values():
                 member.assignment = b""
-            self._propagate_assignment(group, REBALANCE_IN_PROGRESS)
+            self._propagate_assignment(group, ErrorCode.REBALANCE_IN_PROGRESS)
         group.pending_sync_members.clear()
         self._cancel(self._sync_key(group.group_id))
         initial = group.state == EMPTY
@@ -788,7 +769,7 @@ class GroupCoordinator:
         ]:
             group.remove(member.member_id)
             self._cancel(self._heartbeat_key(group.group_id, member.member_id))
-            _complete(member.sync_future, SyncResult(UNKNOWN_MEMBER_ID))
+            _complete(member.sync_future, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.state == DEAD:
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
@@ -829,8 +810,8 @@ class GroupCoordinator:
         )
 
     def _propagate_assignment(self, group: ClassicGroup, error: int) -> None:
-        protocol_type = group.protocol_type if error == NONE else None
-        protocol_name = group.protocol_name if error == NONE else None
+        protocol_type = group.protocol_type if error == ErrorCode.NONE else None
+        protocol_name = group.protocol_name if error == ErrorCode.NONE else None
         for member in group.members.values():
             if group.complete_sync(
                 member, SyncResult(error, protocol_type, protocol_name, member.assignment)
@@ -868,8 +849,8 @@ class GroupCoordinator:
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member: Member) -> None:
         # A new member may still be parked in JoinGroup: answer it before removing it.
-        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
-        group.complete_sync(member, SyncResult(UNKNOWN_MEMBER_ID))
+        group.complete_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        group.complete_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member.member_id)
         if group.state in (STABLE, COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance_or_complete_join(group)
@@ -889,38 +870,38 @@ class GroupCoordinator:
     ) -> SyncResult:
         """SyncGroup; followers wait for the leader's assignments during CompletingRebalance."""
         if not group_id:
-            return SyncResult(INVALID_GROUP_ID)
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
         group = self.groups.get(group_id)
         if group is None or group.state == EMPTY:
-            return SyncResult(UNKNOWN_MEMBER_ID)
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.state == DEAD:
-            return SyncResult(COORDINATOR_NOT_AVAILABLE)
+            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
         error = group.validate_member(member_id, group_instance_id)
-        if error != NONE:
+        if error != ErrorCode.NONE:
             return SyncResult(error)
         if generation_id != group.generation_id:
-            return SyncResult(ILLEGAL_GENERATION)
+            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
         if _inconsistent(protocol_type, group.protocol_type) or _inconsistent(
             protocol_name, group.protocol_name
         ):
-            return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
         if group.state == PREPARING_REBALANCE:
-            return SyncResult(REBALANCE_IN_PROGRESS)
+            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
         member = group.members[member_id]
         if group.state == STABLE:
             self._remove_pending_sync_member(group, member_id)
-            return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+            return SyncResult(ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
         # CompletingRebalance: park until the leader's assignment arrives.
         future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
         if member.sync_future is not None:
-            _complete(member.sync_future, SyncResult(REBALANCE_IN_PROGRESS))
+            _complete(member.sync_future, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         member.sync_future = future
         self._remove_pending_sync_member(group, member_id)
         if group.is_leader(member_id):
             assignment = {mid: bytes(data) for mid, data in assignments}
             for other in group.members.values():
                 other.assignment = assignment.get(other.member_id, b"")
-            self._propagate_assignment(group, NONE)
+            self._propagate_assignment(group, ErrorCode.NONE)
             group.transition_to(STABLE)
             log.info("group %s: generation %d is stable", group_id, group.generation_id)
         return await future
@@ -936,61 +917,61 @@ class GroupCoordinator:
     ) -> int:
         """Heartbeat's error code; REBALANCE_IN_PROGRESS tells the member to rejoin."""
         if not group_id:
-            return INVALID_GROUP_ID
+            return ErrorCode.INVALID_GROUP_ID
         group = self.groups.get(group_id)
         if group is None:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         if group.state == DEAD:
-            return COORDINATOR_NOT_AVAILABLE
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
         error = group.validate_member(member_id, group_instance_id)
-        if error != NONE:
+        if error != ErrorCode.NONE:
             return error
         if generation_id != group.generation_id:
-            return ILLEGAL_GENERATION
+            return ErrorCode.ILLEGAL_GENERATION
         if group.state == EMPTY:
-            return UNKNOWN_MEMBER_ID
+            return ErrorCode.UNKNOWN_MEMBER_ID
         self._reschedule_heartbeat(group, group.members[member_id])
-        return REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else NONE
+        return ErrorCode.REBALANCE_IN_PROGRESS if group.state == PREPARING_REBALANCE else ErrorCode.NONE
 
     def leave_group(self, group_id: str, members: Sequence[tuple[str, str | None]]) -> tuple[int, list[int]]:
         """(top-level error, one error per (member_id, group_instance_id) leaving)."""
         if not group_id:
-            return INVALID_GROUP_ID, []
+            return ErrorCode.INVALID_GROUP_ID, []
         group = self.groups.get(group_id)
         if group is None:
-            return NONE, [UNKNOWN_MEMBER_ID] * len(members)
+            return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
         if group.state == DEAD:
-            return COORDINATOR_NOT_AVAILABLE, []
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
         errors: list[int] = []
         for member_id, instance_id in members:
             if member_id == "":
                 # Administrative removal of a static member by instance id (KIP-345).
                 if instance_id is not None and instance_id in group.static_members:
                     self._remove_current_member(group, group.static_members[instance_id])
-                    errors.append(NONE)
+                    errors.append(ErrorCode.NONE)
                 else:
-                    errors.append(UNKNOWN_MEMBER_ID)
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
             elif member_id in group.pending_join_members:
                 group.remove(member_id)
                 self._cancel(self._heartbeat_key(group_id, member_id))
-                errors.append(NONE)
+                errors.append(ErrorCode.NONE)
             else:
                 error = group.validate_member(member_id, instance_id)
-                if error == NONE:
+                if error == ErrorCode.NONE:
                     self._remove_current_member(group, member_id)
                 errors.append(error)
-        if NONE in errors:
+        if ErrorCode.NONE in errors:
             if group.state in (STABLE, COMPLETING_REBALANCE):
                 self._maybe_prepare_rebalance_or_complete_join(group)
             elif group.state == PREPARING_REBALANCE:
                 self._maybe_complete_join_phase(group)
-        return NONE, errors
+        return ErrorCode.NONE, errors
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
         self._cancel(self._heartbeat_key(group.group_id, member_id))
-        group.complete_join(member, JoinResult(UNKNOWN_MEMBER_ID, ""))
-        group.complete_sync(member, SyncResult(UNKNOWN_MEMBER_ID))
+        group.complete_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
+        group.complete_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member_id)
 
     # -- offsets --------------------------------------------------------------------------
@@ -1015,9 +996,11 @@ class GroupCoordinator:
                 group = self.groups[group_id] = ClassicGroup(group_id)
             else:
                 # v9+ says GROUP_ID_NOT_FOUND; older versions keep ILLEGAL_GENERATION.
-                return [GROUP_ID_NOT_FOUND if api_version >= 9 else ILLEGAL_GENERATION] * len(offsets)
+                return [
+                    ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+                ] * len(offsets)
         error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
-        if error != NONE:
+        if error != ErrorCode.NONE:
             return [error] * len(offsets)
         if group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
             # Classic protocol: commits keep the member's session alive.
@@ -1028,7 +1011,7 @@ class GroupCoordinator:
         errors: list[int] = []
         for commit in offsets:
             if commit.metadata is not None and len(commit.metadata) > max_metadata:
-                errors.append(OFFSET_METADATA_TOO_LARGE)
+                errors.append(ErrorCode.OFFSET_METADATA_TOO_LARGE)
                 continue
             topic = self.cluster.topics.get(commit.topic)
             stored[(commit.topic, commit.partition)] = CommittedOffset(
@@ -1038,7 +1021,7 @@ class GroupCoordinator:
                 now_ms,
                 topic.topic_id if topic is not None else None,
             )
-            errors.append(NONE)
+            errors.append(ErrorCode.NONE)
         return errors
 
     def _live_offsets(self, group_id: str) -> dict[tuple[str, int], CommittedOffset]:
@@ -1125,16 +1108,16 @@ class GroupCoordinator:
         for group_id in dict.fromkeys(group_ids):
             group = self.groups.get(group_id)
             if group is None or group.state == DEAD:
-                results[group_id] = GROUP_ID_NOT_FOUND
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.state != EMPTY:
-                results[group_id] = NON_EMPTY_GROUP
+                results[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
                 for key in [key for key in self._timers if key[1] == group_id]:
                     self._cancel(key)
                 group.transition_to(DEAD)
                 del self.groups[group_id]
                 self.offsets.pop(group_id, None)
-                results[group_id] = NONE
+                results[group_id] = ErrorCode.NONE
         return results
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from broker.state.records import BatchInfo, batch_prefix
+from protocol.errors import ErrorCode
 
 # Kafka keeps the metadata of the last five batches per producer to detect retries.
 PRODUCER_BATCH_CACHE = 5
@@ -94,14 +95,20 @@ class PartitionLog:
         if state is None:
             if batch.base_sequence != 0:
                 raise SequenceError(
-                    45, f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}"
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}",
                 )
             return None
         if batch.producer_epoch < state.epoch:
-            raise SequenceError(47, f"producer epoch {batch.producer_epoch} is older than {state.epoch}")
+            raise SequenceError(
+                ErrorCode.INVALID_PRODUCER_EPOCH,
+                f"producer epoch {batch.producer_epoch} is older than {state.epoch}",
+            )
         if batch.producer_epoch > state.epoch:
             if batch.base_sequence != 0:
-                raise SequenceError(45, "a new producer epoch must start at sequence 0")
+                raise SequenceError(
+                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER, "a new producer epoch must start at sequence 0"
+                )
             return None
         last_sequence = batch.base_sequence + batch.last_offset_delta
         for first_seq, last_seq, base_offset in state.recent:
@@ -110,8 +117,13 @@ class PartitionLog:
         expected = (state.recent[-1][1] + 1) & 0x7FFFFFFF if state.recent else 0
         if batch.base_sequence != expected:
             if state.recent and batch.base_sequence < state.recent[0][0]:
-                raise SequenceError(46, f"sequence {batch.base_sequence} is an old duplicate")
-            raise SequenceError(45, f"expected sequence {expected}, got {batch.base_sequence}")
+                raise SequenceError(
+                    ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"sequence {batch.base_sequence} is an old duplicate"
+                )
+            raise SequenceError(
+                ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                f"expected sequence {expected}, got {batch.base_sequence}",
+            )
         return None
 
     def _enforce_retention(self) -> None:

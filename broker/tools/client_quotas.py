@@ -25,6 +25,7 @@ import kafka.errors
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
+from protocol.errors import ErrorCode, error_name
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
 from quotas.resolution import QuotaIndex, Resolved, resolve
 from quotas.validation import MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED
@@ -75,13 +76,6 @@ class BrokerError(Exception):
         self.message = message
 
 
-def error_name(code: int) -> str:
-    """Kafka's upper-case error name, e.g. INVALID_REQUEST for 42."""
-    if code in kafka.errors.kafka_errors:
-        return str(kafka.errors.for_code(code).message)
-    return f"UNKNOWN_ERROR_CODE_{code}"
-
-
 def error_text(code: int, message: str | None) -> str:
     if message:
         return f"{error_name(code)}: {message}"
@@ -92,7 +86,7 @@ def error_text(code: int, message: str | None) -> str:
 
 
 def error_json(code: int, message: str | None) -> dict[str, Any] | None:
-    return None if code == 0 else {"code": code, "name": error_name(code), "message": message}
+    return None if code == ErrorCode.NONE else {"code": code, "name": error_name(code), "message": message}
 
 
 # -- values ------------------------------------------------------------------------------
