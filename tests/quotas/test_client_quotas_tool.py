@@ -17,7 +17,7 @@ from broker.security.authorizer import Authorizer
 from broker.tools.client_quotas import client_settings, format_value, main, read_properties, split_list
 from quotas.entity import QuotaEntity
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MUST_BE_POSITIVE = "Quota producer_byte_rate must be greater than 0"
 
 Run = Callable[..., tuple[int, str, str]]

@@ -17,7 +17,7 @@ from kafka.protocol.producer import ProduceRequest
 from broker import MockCluster
 from broker.state.cluster import ClusterError
 from tests.conftest import FAST
-from tests.test_quota_enforcement_wire import Conn, batch, closed_by_broker, metadata_request
+from tests.quotas.test_quota_enforcement_wire import Conn, batch, closed_by_broker, metadata_request
 
 NOT_LEADER_OR_FOLLOWER = 6
 UNKNOWN_TOPIC_OR_PARTITION = 3
@@ -426,7 +426,7 @@ def test_fetch_faults_and_forced_throttles_reach_the_wire_under_a_fetch_quota(
 ) -> None:
     """A fetch under consumer_byte_rate is encoded early to measure it; a fault's error
     entries and a forced throttle must still be in what is sent."""
-    from tests.test_quota_enforcement_wire import fetch_request
+    from tests.quotas.test_quota_enforcement_wire import fetch_request
 
     sync_cluster.create_topic("quoted", partitions=1)
     sync_cluster.quotas.alter({"client-id": "fetcher"}, set={"consumer_byte_rate": 10**9})

@@ -34,7 +34,7 @@ from broker.security.credentials import CredentialError
 from broker.security.sasl import create_sasl_server
 from broker.security.scram import ScramMechanism
 from tests.conftest import FAST
-from tests.test_scram import Client
+from tests.security.test_scram import Client
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 Deletion = AlterUserScramCredentialsRequest.ScramCredentialDeletion

@@ -35,7 +35,7 @@ from quotas.callbacks.partition_proportional import PartitionProportionalCallbac
 from quotas.callbacks.quota_groups import QuotaGroupsCallback, parse_groups
 from tests.conftest import FAST
 
-HERE = "tests.test_quota_callbacks"
+HERE = "tests.quotas.test_quota_callbacks"
 
 
 class RecordingCallback(DefaultQuotaCallback):

@@ -18,7 +18,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from broker import MockCluster
 from broker.harness.wire import read_frame
 from tests.conftest import FAST
-from tests.test_quota_enforcement_wire import Conn, closed_by_broker
+from tests.quotas.test_quota_enforcement_wire import Conn, closed_by_broker
 
 PRODUCE = 0
 THROTTLE_MS = 300
@@ -210,7 +210,7 @@ def test_conformance_report_file_is_written_when_the_cluster_stops(tmp_path: Pat
 def test_injected_errors_beside_handled_entries_are_counted_each() -> None:
     """A produce to two partitions, one failed by a fault: the report counts that error
     although the broker handled the other partition."""
-    from tests.test_faults import produce_to
+    from tests.harness.test_faults import produce_to
 
     with MockCluster(config=FAST) as cluster:
         cluster.create_topic("pair", partitions=2)

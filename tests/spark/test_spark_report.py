@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.spark.test_spark_jobs import ROWS, write_dataset
 from tests.spark_session import spark_fixture  # noqa: F401
-from tests.test_spark_jobs import ROWS, write_dataset
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -303,7 +303,7 @@ def test_follow_updates_the_tables_as_files_arrive_and_stops_on_ctrl_c(
     from pyspark.sql import functions as F
 
     from spark import cli, jobs
-    from tests.test_spark_jobs import DAY2
+    from tests.spark.test_spark_jobs import DAY2
 
     staging = write_dataset(tmp_path / "staging")
     metrics = tmp_path / "metrics"

@@ -25,7 +25,7 @@ import pytest
 from broker import MockCluster
 from broker.harness.wire import read_frame, recv_exactly
 from tests.conftest import FAST
-from tests.test_scram import Client
+from tests.security.test_scram import Client
 
 USERS = {"alice": "alice-secret"}
 UNSUPPORTED_SASL_MECHANISM = 33

@@ -21,7 +21,7 @@ from broker import MockCluster
 from broker.security.tls import distinguished_name
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
-from tests.test_sasl import aiokafka_round_trip
+from tests.security.test_sasl import aiokafka_round_trip
 
 USERS = {"alice": "alice-secret"}
 

@@ -11,7 +11,7 @@ from kafka.record import MemoryRecords
 
 from broker import MockCluster
 from tests.conftest import FAST
-from tests.test_quota_enforcement_wire import Conn, metadata_request
+from tests.quotas.test_quota_enforcement_wire import Conn, metadata_request
 
 PRODUCE, METADATA = 0, 3
 
@@ -99,7 +99,7 @@ def test_the_file_has_every_request_in_order_once_the_cluster_stops(tmp_path: Pa
 
 
 def test_sasl_secrets_are_redacted(tmp_path: Path) -> None:
-    from tests.test_sasl import kafka_python_config, sasl_config
+    from tests.security.test_sasl import kafka_python_config, sasl_config
 
     with MockCluster(config={**FAST, **sasl_config(tmp_path)}) as cluster:
         producer = KafkaProducer(**kafka_python_config(cluster, "PLAIN", "alice", "alice-secret"))

@@ -1,0 +1,1 @@
+"""The layering and the request pipeline's seams."""

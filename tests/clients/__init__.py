@@ -1,0 +1,1 @@
+"""Produce and consume round trips through kafka-python, aiokafka and confluent-kafka."""

@@ -1,0 +1,1 @@
+"""Dynamic broker and topic configs."""

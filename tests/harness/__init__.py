@@ -1,0 +1,1 @@
+"""Faults, recording, conformance report, metrics sink, HTTP control plane, pytest plugin."""

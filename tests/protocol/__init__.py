@@ -1,0 +1,1 @@
+"""Framing, malformed input and error codes on the wire."""

@@ -1,0 +1,1 @@
+"""Quota administration, resolution, sensors, managers, callbacks and enforcement."""

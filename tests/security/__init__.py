@@ -1,0 +1,1 @@
+"""SASL, SCRAM, credentials and TLS, over raw sockets and through real clients."""

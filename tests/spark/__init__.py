@@ -1,0 +1,1 @@
+"""The PySpark jobs and report over the metrics files."""

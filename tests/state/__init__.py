@@ -1,0 +1,1 @@
+"""Partition logs and record batches."""
