@@ -36,7 +36,6 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, NoReturn, Protocol, TypeVar
 
 from aiohttp import web
-from kafka.errors import for_code
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric as PromMetric
@@ -49,7 +48,7 @@ from broker.quota_admin import ANY, QuotaAdmin
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, Partition
 from messages.registry import api_name
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, error_name
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
 from quotas.sensor import Metric
 from quotas.validation import QuotaError
@@ -87,11 +86,7 @@ def not_found(message: str) -> NoReturn:
 
 def kafka_error(status: int, code: int, message: str) -> HttpError:
     """Kafka's code and name beside the message, as a client would have seen them."""
-    try:
-        name = str(for_code(code).message)
-    except Exception:  # a code kafka-python does not know
-        name = "UNKNOWN"
-    return HttpError(status, name, message, code)
+    return HttpError(status, error_name(code), message, code)
 
 
 def _dumps(value: Any) -> str:

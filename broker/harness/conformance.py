@@ -22,13 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka.errors import for_code
-
 from broker.context import ConnectionView, RequestContext
 from broker.handlers import HANDLERS
 from broker.harness.metrics_sink import error_codes
 from broker.pipeline import Observer
 from messages.registry import api_name
+from protocol.errors import error_name
 from protocol.headers import is_flexible
 
 UNKNOWN = "unknown"
@@ -81,7 +80,7 @@ class ClientConformance:
                 }
             )
         errors = [
-            {"api_key": key, "api": api_name(key), "error_code": code, "error": _error_name(code), "count": n}
+            {"api_key": key, "api": api_name(key), "error_code": code, "error": error_name(code), "count": n}
             for key in sorted(self.errors)
             for code, n in sorted(self.errors[key].items())
         ]
@@ -101,13 +100,6 @@ class ClientConformance:
             },
             "oddities": [{"what": what, "count": n} for what, n in sorted(self.oddities.items())],
         }
-
-
-def _error_name(code: int) -> str:
-    try:
-        return str(for_code(code).message)
-    except Exception:  # an unknown code
-        return UNKNOWN
 
 
 class ConformanceTracker(Observer):
