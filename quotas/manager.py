@@ -31,6 +31,7 @@ from quotas.sensor import (
     SampledStat,
     TokenBucket,
     WindowConfig,
+    java_int,
     throttle_time_ms,
     token_bucket_throttle_ms,
 )
@@ -157,7 +158,9 @@ class ClientQuotaManager:
         if math.isnan(bound):
             return 0  # Math.round(NaN) is 0 in Kafka
         throttle = throttle_time_ms(observed, bound, window_ms)
-        return throttle if self.max_throttle_ms is None else min(throttle, self.max_throttle_ms)
+        if self.max_throttle_ms is not None:
+            throttle = min(throttle, self.max_throttle_ms)
+        return java_int(throttle)  # ClientQuotaManager's (int) cast
 
     def record_no_throttle(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
         sensors.last_record_ms = now_ms
@@ -287,7 +290,7 @@ class ControllerMutationQuota:
     def throttle_time_ms(self, now_ms: int) -> int:
         """The recorded throttle less the time since it was recorded."""
         if self._throttle_ms > 0:
-            return max(0, self._throttle_ms - (now_ms - self._recorded_ms))
+            return java_int(max(0, self._throttle_ms - (now_ms - self._recorded_ms)))  # .toInt
         return 0
 
     def _update_throttle(self, tokens: float, rate: float, now_ms: int) -> None:
