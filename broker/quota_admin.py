@@ -46,15 +46,30 @@ class QuotaAdmin:
             if storage is not None
             else None
         )
+        # Ip entity host names -> the address each is enforced on (resolved when set).
+        self.addresses: dict[str, str] = {}
         if storage is not None:
-            self.store.apply(storage.load())
+            changes = storage.load()
+            # Persisted host names are resolved once at start, before any request is served.
+            for entity, _key, _value in changes:
+                name = entity.get(IP)
+                if name and not is_ip_literal(name) and name not in self.addresses:
+                    address = _resolve_now(name)
+                    if address is not None:
+                        self.addresses[name] = address
+            self.store.apply(changes)
+
+    def address_of(self, name: str) -> str:
+        """The address an ip entity's name stands for (the name itself for a literal)."""
+        return self.addresses.get(name, name)
 
     async def alter_entries(self, alterations: list[Alteration], validate_only: bool) -> AlterPlan:
         """Validates, persists (one transaction) and applies one AlterClientQuotas request."""
-        hosts = await _resolvable_hosts(alterations)
+        hosts = await _resolve_hosts(alterations)
         async with self._lock:
             plan = self.store.plan(alterations, lambda name: is_ip_literal(name) or name in hosts)
             if not validate_only and plan.changes:
+                self.addresses.update(hosts)
                 if self.storage is not None:
                     await asyncio.get_running_loop().run_in_executor(
                         self._executor, self.storage.write, plan.changes
@@ -117,9 +132,26 @@ class QuotaAdmin:
         return {r.key: r for r in resolve(self.store.index, user, client_id)}
 
 
-async def _resolvable_hosts(alterations: Iterable[Alteration]) -> set[str]:
-    """Ip entity names that are host names and resolve (Kafka accepts those), looked up
-    without blocking the loop."""
+def _first_address(infos: Iterable[tuple[Any, ...]]) -> str | None:
+    """The address Java's InetAddress.getByName picks: IPv4 first (the JVM's default
+    java.net.preferIPv6Addresses=false), else the first."""
+    addresses = [(family, sockaddr[0]) for family, _, _, _, sockaddr in infos]
+    for family, address in addresses:
+        if family == socket.AF_INET:
+            return str(address)
+    return str(addresses[0][1]) if addresses else None
+
+
+def _resolve_now(name: str) -> str | None:
+    try:
+        return _first_address(socket.getaddrinfo(name, None, type=socket.SOCK_STREAM))
+    except (OSError, UnicodeError):
+        return None
+
+
+async def _resolve_hosts(alterations: Iterable[Alteration]) -> dict[str, str]:
+    """Ip entity names that are host names and resolve (Kafka accepts those), with the
+    address each stands for, looked up without blocking the loop."""
     names = {
         name
         for alteration in alterations
@@ -127,13 +159,15 @@ async def _resolvable_hosts(alterations: Iterable[Alteration]) -> set[str]:
         if entity_type == IP and name and not is_ip_literal(name)
     }
     loop = asyncio.get_running_loop()
-    resolvable = set()
+    resolved = {}
     for name in names:
         try:
-            await asyncio.wait_for(
+            infos = await asyncio.wait_for(
                 loop.getaddrinfo(name, None, type=socket.SOCK_STREAM), HOST_LOOKUP_TIMEOUT_S
             )
         except (OSError, TimeoutError, UnicodeError):
             continue
-        resolvable.add(name)
-    return resolvable
+        address = _first_address(infos)
+        if address is not None:
+            resolved[name] = address
+    return resolved

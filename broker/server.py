@@ -85,6 +85,7 @@ class BrokerServer:
                 "broker %d: the dynamic %s is unusable; using the static one", node_id, CALLBACK_CONFIG
             )
             self.quota_managers = build_quota_managers(static, node_id)
+        self.quota_managers.connections.address_of = quotas.address_of
         for entity, values in quotas.store.configs.items():
             for key, value in values.items():
                 self.quota_managers.quota_changed(entity, key, value)

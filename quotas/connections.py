@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 import ipaddress
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from quotas.sensor import (
@@ -67,10 +67,14 @@ class ConnectionQuotas:
         self._rates: dict[str | None, float] = {}  # ip (None: default ip entity) -> connections/s
         self._sensors: dict[str, _IpSensors] = {}
         self._throttle_times: dict[str, SampledStat] = {}  # listener -> ip throttle times
+        # The address an ip entity's name stands for: a host name (ip=localhost) is
+        # enforced on the address it resolves to, as Kafka resolves it (InetAddress.getByName).
+        # The broker, which resolves names off the event loop, sets this.
+        self.address_of: Callable[[str], str] = lambda name: name
 
     def update_ip_rate(self, ip: str | None, value: float | None) -> None:
         """An ip entity's connection_creation_rate changed (None: removed)."""
-        key = None if ip is None else normalize_ip(ip)
+        key = None if ip is None else normalize_ip(self.address_of(ip))
         if value is None:
             self._rates.pop(key, None)
         else:

@@ -691,7 +691,11 @@ def answers_api_versions(sock: socket.socket, correlation_id: int = 1) -> bool:
     return struct.unpack_from(">ih", frame) == (correlation_id, 0)
 
 
-@pytest.mark.parametrize("entity", [{"ip": "127.0.0.1"}, {"ip": None}], ids=["ip", "default-ip"])
+@pytest.mark.parametrize(
+    "entity",
+    [{"ip": "127.0.0.1"}, {"ip": "localhost"}, {"ip": None}],
+    ids=["ip", "host-name", "default-ip"],  # a host name is enforced on its address, as in Kafka
+)
 def test_connection_creation_rate_closes_later_connections_after_a_delay(
     entity: dict[str, str | None],
 ) -> None:

@@ -180,6 +180,17 @@ def test_python_api_alterations_are_persisted(tmp_path: Path) -> None:
         }
 
 
+def test_an_ip_quota_named_by_host_is_enforced_on_its_address_after_a_restart(tmp_path: Path) -> None:
+    """Stored under the name it was given, applied to the address the name resolves to."""
+    config = {"state.dir": str(tmp_path / "state")}
+    with MockCluster(config=config) as first:
+        first.quotas.alter({"ip": "localhost"}, set={"connection_creation_rate": 7})
+    with MockCluster(config=config) as second:
+        assert frozenset({("ip", "localhost")}) in stored_in(second)
+        connections = second.brokers[0].quota_managers.connections
+        assert second.on_loop(lambda: connections.rate_limit("127.0.0.1")) == 7
+
+
 def test_no_state_dir_means_nothing_kept(tmp_path: Path) -> None:
     with MockCluster() as first:
         first.quotas.alter({"user": "u"}, set={PBR: 1.0})
