@@ -19,3 +19,12 @@ ensure_env() {
     touch "$stamp"
   fi
 }
+# System tools the test suite drives besides the Python clients (kcat). Installed with
+# apt-get when missing and possible (root on Debian/Ubuntu, as on CI); otherwise the
+# tests that need them fail and say what to install.
+ensure_test_tools() {
+  if ! command -v kcat >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null \
+      || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q kcat >/dev/null; }
+  fi
+}
