@@ -49,7 +49,7 @@ from broker.config.topic_configs import (
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
     TOPIC_CONFIGS,
-    topic_config_error,
+    topic_configs_error,
 )
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from protocol.errors import ErrorCode
@@ -373,8 +373,9 @@ class DynamicConfigStore:
         return _BrokerChange(broker, layer)
 
     def _plan_topic(self, alteration: Alteration) -> _TopicChange:
-        """After the ops, ControllerConfigurationValidator (the name, then every value)
-        and then the controller's existence check, in that order."""
+        """After the ops, ControllerConfigurationValidator (the name, then every config
+        of the topic as LogConfig.validate checks them) and then the controller's
+        existence check, in that order."""
         assert self.cluster is not None, "topic configs need the cluster state"
         topic = self.cluster.topics.get(alteration.resource_name)
         current = topic.configs if topic is not None else {}
@@ -382,14 +383,15 @@ class DynamicConfigStore:
             configs = apply_ops(current, alteration.ops, TOPIC)
         else:
             configs = {op.name: op.value or "" for op in alteration.ops}
+        if not alteration.resource_name:
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed.")
         try:
             validate_topic_name(alteration.resource_name)
         except ClusterError as exc:
             raise ConfigError(exc.code, exc.message) from None
-        for name, value in configs.items():
-            reason = topic_config_error(name, value)
-            if reason is not None:
-                raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
+        reason = topic_configs_error(configs)
+        if reason is not None:
+            raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
         if topic is None:
             raise ConfigError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,

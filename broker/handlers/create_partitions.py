@@ -1,10 +1,14 @@
-"""CreatePartitions (37): grows a topic's partition count.
+"""CreatePartitions (37): grows a topic's partition count, placing the new partitions as
+the request's assignments ask (leader first) or as the controller's placer would; checks,
+codes and messages are ControllerApis.createPartitions' and
+ReplicationControlManager.createPartitions'.
 
 The partitions added are charged to the controller mutation quota; from v3 a topic that
 finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from kafka.protocol.admin import CreatePartitionsResponse
@@ -24,21 +28,27 @@ Result = CreatePartitionsResponse.CreatePartitionsTopicResult
 def handle(ctx: RequestContext, request: Any) -> Any:
     quota = throttling.mutation_quota(ctx, strict=ctx.api_version >= STRICT_SINCE_VERSION)
     charge = throttling.charge_to(quota)
-    seen: set[str] = set()
-    results = []
+    counts = Counter(t.name for t in request.topics)
+    # ControllerApis.createPartitions answers each repeated name once, first, and
+    # leaves every occurrence of it alone.
+    results = [
+        Result(name=name, error_code=ErrorCode.INVALID_REQUEST, error_message="Duplicate topic name.")
+        for name in dict.fromkeys(t.name for t in request.topics if counts[t.name] > 1)
+    ]
     for wanted in request.topics:
+        if counts[wanted.name] > 1:
+            continue
         error: int = ErrorCode.NONE
         message: str | None = None
-        if wanted.name in seen:
-            error, message = ErrorCode.INVALID_REQUEST, "Duplicate topic in request."
-        else:
-            seen.add(wanted.name)
-            try:
-                ctx.cluster.create_partitions(wanted.name, wanted.count, bool(request.validate_only), charge)
-            except ClusterError as exc:
-                error, message = exc.code, exc.message
-            except ThrottlingQuotaExceeded:
-                error = ErrorCode.THROTTLING_QUOTA_EXCEEDED
+        assignments = None if wanted.assignments is None else [list(a.broker_ids) for a in wanted.assignments]
+        try:
+            ctx.cluster.create_partitions(
+                wanted.name, wanted.count, bool(request.validate_only), charge, assignments
+            )
+        except ClusterError as exc:
+            error, message = exc.code, exc.reply
+        except ThrottlingQuotaExceeded:
+            error = ErrorCode.THROTTLING_QUOTA_EXCEEDED
         results.append(Result(name=wanted.name, error_code=error, error_message=message))
     throttling.finish_mutations(ctx, quota)
     return ctx.response(throttle_time_ms=0, results=results)

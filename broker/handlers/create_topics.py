@@ -1,4 +1,6 @@
-"""CreateTopics (19): validated like Kafka's controller, including validate_only.
+"""CreateTopics (19): validated like Kafka's controller (ControllerApis.createTopics, then
+ReplicationControlManager.createTopics), including validate_only; manual replica
+assignments are placed exactly as asked, leader first.
 
 Each valid topic's partitions are charged to the controller mutation quota; from v6 a
 topic that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89)."""
@@ -11,7 +13,7 @@ from typing import Any
 from kafka.protocol.admin import CreateTopicsResponse
 
 from broker import throttling
-from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS, topic_config_error
+from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.state.cluster import Charge, ClusterError
 from protocol.api_keys import ApiKey
@@ -25,33 +27,17 @@ ConfigResult = Result.CreatableTopicConfigs
 
 
 def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charge) -> Any:
-    configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-    for name, value in configs.items():
-        reason = topic_config_error(name, value)
-        if reason is not None:
-            raise ClusterError(ErrorCode.INVALID_CONFIG, reason)
-    partitions, replication = wanted.num_partitions, wanted.replication_factor
-    if wanted.assignments:
-        if partitions != -1 or replication != -1:
-            raise ClusterError(
-                ErrorCode.INVALID_REQUEST,
-                "Both numPartitions or replicationFactor and replicasAssignments were set.",
-            )
-        partitions = len(wanted.assignments)
-        replication = len(wanted.assignments[0].broker_ids)
-        for assignment in wanted.assignments:
-            missing = [b for b in assignment.broker_ids if b not in ctx.cluster.brokers]
-            if missing or len(assignment.broker_ids) != replication:
-                raise ClusterError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"Invalid replica assignment {assignment.broker_ids}",
-                )
-    topic = ctx.cluster.create_topic(wanted.name, partitions, replication, configs, validate_only, charge)
-    if topic is not None and wanted.assignments:
-        for partition, assignment in zip(topic.partitions, wanted.assignments, strict=True):
-            partition.replicas = list(assignment.broker_ids)
-            partition.leader = partition.replicas[0]
-    return topic
+    configs = {c.name: c.value for c in wanted.configs}
+    assignments = [(a.partition_index, list(a.broker_ids)) for a in wanted.assignments or ()]
+    return ctx.cluster.create_topic(
+        wanted.name,
+        wanted.num_partitions,
+        wanted.replication_factor,
+        configs,
+        validate_only,
+        charge,
+        assignments,
+    )
 
 
 def _config_results(configs: dict[str, str]) -> list[Any]:
@@ -73,38 +59,51 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     counts = Counter(t.name for t in request.topics)
     results = []
     for wanted in request.topics:
-        fields: dict[str, Any] = {"name": wanted.name, "error_code": ErrorCode.NONE, "error_message": None}
         if counts[wanted.name] > 1:
-            fields.update(
-                error_code=ErrorCode.INVALID_REQUEST, error_message=f"Duplicate topic name: {wanted.name}"
-            )
+            continue  # answered once, after the others, as ControllerApis.createTopics does
+        fields: dict[str, Any] = {"name": wanted.name, "error_code": ErrorCode.NONE, "error_message": None}
+        try:
+            topic = _create(ctx, wanted, bool(request.validate_only), charge)
+        except ClusterError as exc:
+            fields.update(error_code=exc.code, error_message=exc.reply)
+        except ThrottlingQuotaExceeded:
+            fields.update(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
         else:
-            try:
-                topic = _create(ctx, wanted, bool(request.validate_only), charge)
-            except ClusterError as exc:
-                fields.update(error_code=exc.code, error_message=exc.message)
-            except ThrottlingQuotaExceeded:
-                fields.update(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
+            configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+            if topic is not None:
+                fields.update(
+                    topic_id=topic.topic_id,
+                    num_partitions=len(topic.partitions),
+                    replication_factor=len(topic.partitions[0].replicas),
+                )
+            elif wanted.assignments:
+                fields.update(
+                    num_partitions=len(wanted.assignments),
+                    replication_factor=len(wanted.assignments[0].broker_ids),
+                )
             else:
-                configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-                if topic is not None:
-                    fields.update(
-                        topic_id=topic.topic_id,
-                        num_partitions=len(topic.partitions),
-                        replication_factor=len(topic.partitions[0].replicas),
-                    )
-                else:
-                    fields.update(
-                        num_partitions=wanted.num_partitions
-                        if wanted.num_partitions != -1
-                        else ctx.config.get_int("num.partitions"),
-                        replication_factor=wanted.replication_factor
-                        if wanted.replication_factor != -1
-                        else ctx.config.get_int("default.replication.factor"),
-                    )
-                fields["configs"] = _config_results(configs)
+                fields.update(
+                    num_partitions=wanted.num_partitions
+                    if wanted.num_partitions != -1
+                    else ctx.config.get_int("num.partitions"),
+                    replication_factor=wanted.replication_factor
+                    if wanted.replication_factor != -1
+                    else ctx.config.get_int("default.replication.factor"),
+                )
+            fields["configs"] = _config_results(configs)
         if fields["error_code"]:
             fields.update(num_partitions=-1, replication_factor=-1, configs=None)
         results.append(Result(**fields))
+    for name in dict.fromkeys(t.name for t in request.topics if counts[t.name] > 1):
+        results.append(
+            Result(
+                name=name,
+                error_code=ErrorCode.INVALID_REQUEST,
+                error_message="Duplicate topic name.",
+                num_partitions=-1,
+                replication_factor=-1,
+                configs=None,
+            )
+        )
     throttling.finish_mutations(ctx, quota)
     return ctx.response(throttle_time_ms=0, topics=results)

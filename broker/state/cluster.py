@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from broker.config.broker_config import BrokerConfig
+from broker.config.topic_configs import topic_configs_error
 from broker.state.log import PartitionLog
 from protocol.errors import ErrorCode
 from quotas.callback import Cluster, Node, PartitionInfo
 
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
 Charge = Callable[[int], None]  # takes partition mutations from a quota, raises to refuse
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -21,10 +22,13 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 class ClusterError(Exception):
     """A request that Kafka refuses with `code` (kept apart from kafka-python's exceptions)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str, *, answered: bool = True) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # What the response carries: Kafka sends no message for an exception made
+        # without one (ApiError.fromThrowable), though Python callers get one here.
+        self.reply: str | None = message if answered else None
 
 
 @dataclass(slots=True)
@@ -62,18 +66,47 @@ class Topic:
 
 
 def validate_topic_name(name: str) -> None:
-    if not name or name in (".", ".."):
-        raise ClusterError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name {name!r} is illegal")
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        raise ClusterError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name {name!r} is longer than {MAX_TOPIC_NAME_LENGTH} characters",
+    """Kafka's Topic.validate, with its messages (INVALID_TOPIC_EXCEPTION)."""
+    if not name:
+        reason = "the empty string is not allowed"
+    elif name in (".", ".."):
+        reason = f"'{name}' is not allowed"
+    elif len(name.encode("utf-16-le")) // 2 > MAX_TOPIC_NAME_LENGTH:  # Java counts UTF-16 units
+        reason = f"the length of '{name}' is longer than the max allowed length {MAX_TOPIC_NAME_LENGTH}"
+    elif not _LEGAL_TOPIC.fullmatch(name):
+        reason = f"'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
+    else:
+        return
+    raise ClusterError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic name is invalid: {reason}")
+
+
+def _unified(name: str) -> str:
+    """Topic.unifyCollisionChars: '.' and '_' collide in metric names."""
+    return name.replace(".", "_")
+
+
+def _manual_assignment_error(
+    replicas: Sequence[int], registered: Mapping[int, object], expected: int | None
+) -> str | None:
+    """ReplicationControlManager.validateManualPartitionAssignment: the message of
+    INVALID_REPLICA_ASSIGNMENT for one partition's replicas, or None."""
+    if not replicas:
+        return "The manual partition assignment includes an empty replica list."
+    previous = None
+    for broker in sorted(replicas):
+        if broker not in registered:
+            return (
+                f"The manual partition assignment includes broker {broker}, but no such broker is registered."
+            )
+        if broker == previous:
+            return f"The manual partition assignment includes the broker {previous} more than once."
+        previous = broker
+    if expected is not None and len(replicas) != expected:
+        return (
+            f"The manual partition assignment includes a partition with {len(replicas)} replica(s), but this "
+            f"is not consistent with previous partitions, which have {expected} replica(s)."
         )
-    if not _LEGAL_TOPIC.match(name):
-        raise ClusterError(
-            ErrorCode.INVALID_TOPIC_EXCEPTION,
-            f"Topic name {name!r} contains characters other than ASCII alphanumerics, '.', '_' and '-'",
-        )
+    return None
 
 
 class ClusterState:
@@ -130,76 +163,202 @@ class ClusterState:
         name: str,
         num_partitions: int = -1,
         replication_factor: int = -1,
-        configs: dict[str, str] | None = None,
+        configs: Mapping[str, str | None] | None = None,
         validate_only: bool = False,
         charge: Charge | None = None,
+        assignments: Sequence[tuple[int, Sequence[int]]] = (),
     ) -> Topic | None:
-        """`charge` is called with the partition count once the request is valid (the
-        controller mutation quota; it raises to refuse), validate_only included."""
+        """ReplicationControlManager.createTopics for one topic, in its order: the name
+        (and its collision with existing names), existence, the configs, then either the
+        manual `assignments` ((partition index, replicas) each, leader first) or the
+        partition count and replication factor (-1: the broker's default) and the
+        placement. `charge` is called with the partition count once all that is valid
+        (the controller mutation quota; it raises to refuse), validate_only included."""
         validate_topic_name(name)
         if name in self.topics:
             raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        if num_partitions == -1:
-            num_partitions = self.config.get_int("num.partitions")
-        if replication_factor == -1:
-            replication_factor = self.config.get_int("default.replication.factor")
-        if num_partitions <= 0:
-            raise ClusterError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        if replication_factor <= 0:
+        if "." in name or "_" in name:
+            colliding = sorted(t for t in self.topics if _unified(t) == _unified(name))
+            if colliding:
+                raise ClusterError(
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Topic '{name}' collides with existing topic: {colliding[0]}",
+                )
+        configs = dict(configs or {})
+        nulls = [key for key, value in configs.items() if value is None]
+        if nulls:
             raise ClusterError(
-                ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
+                ErrorCode.INVALID_CONFIG, "Null value not supported for topic configs: " + ",".join(nulls)
             )
-        brokers = self.live_broker_ids()
-        if replication_factor > len(brokers):
-            raise ClusterError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): "
-                f"The target replication factor of {replication_factor} cannot be reached "
-                f"because only {len(brokers)} broker(s) are registered.",
-            )
+        checked = {key: value for key, value in configs.items() if value is not None}
+        reason = topic_configs_error(checked)
+        if reason is not None:
+            raise ClusterError(ErrorCode.INVALID_CONFIG, reason)
+        if assignments:
+            placement = self._manual_topic_placement(num_partitions, replication_factor, assignments)
+        else:
+            placement = self._topic_placement(num_partitions, replication_factor)
         if charge is not None:
-            charge(num_partitions)
+            charge(len(placement))
         if validate_only:
             return None
-        topic = Topic(name, uuid.uuid4(), [], dict(configs or {}))
-        self._add_partitions(topic, num_partitions, replication_factor)
+        topic = Topic(name, uuid.uuid4(), [], checked)
+        self._add_partitions(topic, placement)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
         self.metadata_changed()
         return topic
 
-    def _add_partitions(self, topic: Topic, count: int, replication_factor: int) -> None:
-        brokers = self.live_broker_ids() or sorted(self.brokers)
-        retention = int(topic.configs.get("retention.bytes", self.config.get_str("log.retention.bytes")))
+    def _manual_topic_placement(
+        self, num_partitions: int, replication_factor: int, assignments: Sequence[tuple[int, Sequence[int]]]
+    ) -> list[list[int]]:
+        if replication_factor != -1:
+            raise ClusterError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but replication factor was not set to -1.",
+            )
+        if num_partitions != -1:
+            raise ClusterError(
+                ErrorCode.INVALID_REQUEST,
+                "A manual partition assignment was specified, but numPartitions was not set to -1.",
+            )
+        placed: dict[int, list[int]] = {}
+        expected: int | None = None
+        for index, replicas in assignments:
+            if index in placed:
+                raise ClusterError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"Found multiple manual partition assignments for partition {index}",
+                )
+            reason = _manual_assignment_error(replicas, self.brokers, expected)
+            if reason is not None:
+                raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, reason)
+            expected = len(replicas)
+            if not any(self.brokers[r].up for r in replicas):
+                raise ClusterError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"All brokers specified in the manual partition assignment for partition {index} "
+                    "are fenced or in controlled shutdown.",
+                )
+            placed[index] = list(replicas)
+        if any(index not in placed for index in range(len(placed))):
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "partitions should be a consecutive 0-based integer sequence",
+            )
+        return [placed[index] for index in range(len(placed))]
+
+    def _topic_placement(self, num_partitions: int, replication_factor: int) -> list[list[int]]:
+        if replication_factor < -1 or replication_factor == 0:
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "Replication factor must be larger than 0, or -1 to use the default value.",
+            )
+        if num_partitions < -1 or num_partitions == 0:
+            raise ClusterError(
+                ErrorCode.INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."
+            )
+        if num_partitions == -1:
+            num_partitions = self.config.get_int("num.partitions")
+        if replication_factor == -1:
+            replication_factor = self.config.get_int("default.replication.factor")
+        try:
+            return self._place(0, num_partitions, replication_factor)
+        except ClusterError as exc:
+            raise ClusterError(
+                exc.code, f"Unable to replicate the partition {replication_factor} time(s): {exc.message}"
+            ) from None
+
+    def _place(self, first_index: int, count: int, replication_factor: int) -> list[list[int]]:
+        """Replicas of `count` new partitions, leader first, as StripedReplicaPlacer
+        refuses them: a positive factor, an unfenced (live) broker, enough registered
+        brokers. Leaders go round the live brokers, followers are live brokers first,
+        brokers that are down only when the factor needs them."""
+        if replication_factor <= 0:
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"Invalid replication factor {replication_factor}: the replication factor must be positive.",
+            )
+        live = self.live_broker_ids()
+        if not live:
+            raise ClusterError(ErrorCode.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
+        if replication_factor > len(self.brokers):
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"The target replication factor of {replication_factor} cannot be reached because only "
+                f"{len(self.brokers)} broker(s) are registered.",
+            )
+        down = sorted(node_id for node_id in self.brokers if node_id not in live)
         start = self._placement
         self._placement += 1
-        for _ in range(count):
-            index = len(topic.partitions)
-            first = (start + index) % len(brokers)
-            replicas = [brokers[(first + r) % len(brokers)] for r in range(replication_factor)]
+        placement = []
+        for index in range(first_index, first_index + count):
+            first = (start + index) % len(live)
+            replicas = [live[(first + r) % len(live)] for r in range(min(replication_factor, len(live)))]
+            placement.append(replicas + down[: replication_factor - len(replicas)])
+        return placement
+
+    def _add_partitions(self, topic: Topic, placement: Sequence[Sequence[int]]) -> None:
+        """Appends one partition per replica list; its leader is the first replica on a
+        live broker (the first of the ISR the controller registers)."""
+        retention = int(topic.configs.get("retention.bytes", self.config.get_str("log.retention.bytes")))
+        for replicas in placement:
+            leader = next((r for r in replicas if r in self.brokers and self.brokers[r].up), replicas[0])
             topic.partitions.append(
-                Partition(topic.name, index, replicas[0], replicas, PartitionLog(retention))
+                Partition(topic.name, len(topic.partitions), leader, list(replicas), PartitionLog(retention))
             )
 
     def create_partitions(
-        self, name: str, total: int, validate_only: bool = False, charge: Charge | None = None
+        self,
+        name: str,
+        total: int,
+        validate_only: bool = False,
+        charge: Charge | None = None,
+        assignments: Sequence[Sequence[int]] | None = None,
     ) -> None:
+        """ReplicationControlManager.createPartitions for one topic: grows it to `total`
+        partitions, placed as `assignments` asks (one replica list per new partition,
+        leader first, each with the topic's replication factor) or by the placer."""
         topic = self.topics.get(name)
         if topic is None:
-            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            raise ClusterError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.", answered=False
+            )
         current = len(topic.partitions)
+        if total == current:
+            raise ClusterError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
         if total < current:
             raise ClusterError(
                 ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {current} partitions, which is higher than the requested {total}.",
+                f"The topic {name} currently has {current} partition(s); {total} would not be an increase.",
             )
-        if total == current:
-            raise ClusterError(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions.")
+        additional = total - current
+        if assignments is not None and len(assignments) != additional:
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {additional} additional partition(s), but only {len(assignments)} "
+                "assignment(s) were specified.",
+            )
         if charge is not None:
-            charge(total - current)
+            charge(additional)
+        replication_factor = len(topic.partitions[0].replicas)
+        if assignments is not None:
+            for offset, replicas in enumerate(assignments):
+                reason = _manual_assignment_error(replicas, self.brokers, replication_factor)
+                if reason is not None:
+                    raise ClusterError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, reason)
+                if not any(self.brokers[r].up for r in replicas):
+                    raise ClusterError(
+                        ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                        f"All brokers specified in the manual partition assignment for partition "
+                        f"{current + offset} are fenced or in controlled shutdown.",
+                    )
+            placement = [list(replicas) for replicas in assignments]
+        else:
+            placement = self._place(current, additional, replication_factor)
         if validate_only:
             return
-        self._add_partitions(topic, total - current, len(topic.partitions[0].replicas))
+        self._add_partitions(topic, placement)
         self.metadata_changed()
 
     def delete_topic(self, name: str, charge: Charge | None = None) -> Topic:

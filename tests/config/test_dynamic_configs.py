@@ -439,7 +439,8 @@ async def test_topic_configs_and_retention() -> None:
             (40, "Unknown topic config name: no.such.config"),
             (
                 17,
-                "Topic name 'bad name!' contains characters other than ASCII alphanumerics, '.', '_' and '-'",
+                "Topic name is invalid: 'bad name!' contains one or more characters other than ASCII "
+                "alphanumerics, '.', '_' and '-'",
             ),
             (42, "Unknown operations type 9"),
         ]
