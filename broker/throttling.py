@@ -17,6 +17,7 @@ from broker.config.broker_config import DEFAULTS, BrokerConfig
 from broker.state.cluster import Charge
 from quotas.callback import CALLBACK_CONFIG, load_callback
 from quotas.connections import ConnectionQuotas
+from quotas.java import java_d2i
 from quotas.manager import (
     NANOS_TO_PERCENTAGE,
     ClientQuotaManager,
@@ -163,11 +164,15 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
 
 
 def fetch_max_bytes(ctx: RequestContext, requested: int) -> int:
-    """A fetch never asks for more than the client's quota allows in (samples - 1) windows."""
-    window_bytes = ctx.broker.quota_managers.fetch.max_value_in_quota_window(
-        ctx.connection.principal, ctx.client_id or ""
-    )
-    return int(min(requested, ctx.config.get_int("fetch.max.bytes"), window_bytes, INT32_MAX))
+    """A fetch never asks for more than the client's quota allows in (samples - 1) windows,
+    narrowed to an int as KafkaApis does (`maxValueInQuotaWindow(...).toInt`): a NaN
+    consumer_byte_rate makes it 0, so each fetch gets one batch (KIP-74) and no more."""
+    limit = min(requested, ctx.config.get_int("fetch.max.bytes"), INT32_MAX)
+    fetch = ctx.broker.quota_managers.fetch
+    if not fetch.enabled:
+        return limit
+    window_bytes = fetch.max_value_in_quota_window(ctx.connection.principal, ctx.client_id or "")
+    return min(limit, java_d2i(window_bytes))
 
 
 def record_fetch(ctx: RequestContext, response_size: int) -> bool:
@@ -211,7 +216,7 @@ def finish_mutations(ctx: RequestContext, quota: ControllerMutationQuota) -> Non
     ctx.quota_sensors = quota.sensors
     now = now_ms()
     if quota.sensors is not None:
-        quota.sensors.last_rate = quota.sensors.rate.measure(now)  # mutation-rate, for the metrics row
+        quota.sensors.last_rate = quota.sensors.rate.measure(now)  # over the quota window, for the row
     mutation_ms = quota.throttle_time_ms(now)
     request_ms = _record_request(ctx, now)
     _combine(ctx, ctx.broker.quota_managers.controller_mutation, quota.sensors, mutation_ms, request_ms)

@@ -12,6 +12,7 @@ import ipaddress
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
+from quotas.java import INT_MAX, java_d2i
 from quotas.sensor import (
     DEFAULT_METRIC_CONFIG,
     Combine,
@@ -64,7 +65,7 @@ class ConnectionQuotas:
         self.per_ip_overrides = {normalize_ip(ip): n for ip, n in (per_ip_overrides or {}).items()}
         self.counts: dict[str, int] = {}
         self.total = 0
-        self._rates: dict[str | None, float] = {}  # ip (None: default ip entity) -> connections/s
+        self._rates: dict[str | None, int] = {}  # ip (None: default ip entity) -> connections/s
         self._sensors: dict[str, _IpSensors] = {}
         self._throttle_times: dict[str, SampledStat] = {}  # listener -> ip throttle times
         # The address an ip entity's name stands for: a host name (ip=localhost) is
@@ -73,15 +74,21 @@ class ConnectionQuotas:
         self.address_of: Callable[[str], str] = lambda name: name
 
     def update_ip_rate(self, ip: str | None, value: float | None) -> None:
-        """An ip entity's connection_creation_rate changed (None: removed)."""
+        """An ip entity's connection_creation_rate changed (None: removed). Kafka's broker
+        narrows the value to an int (ClientQuotaMetadataManager: `.toInt`), so NaN, or a
+        fraction below 1, is a quota of 0 connections/s, which throttles every connection."""
         key = None if ip is None else normalize_ip(self.address_of(ip))
         if value is None:
             self._rates.pop(key, None)
         else:
-            self._rates[key] = value  # live sensors keep their samples: only the bound changes
+            self._rates[key] = java_d2i(value)  # live sensors keep their samples: only the bound changes
 
-    def rate_limit(self, ip: str) -> float | None:
-        return self._rates.get(ip, self._rates.get(None))
+    def rate_limit(self, ip: str) -> int | None:
+        """The quota of `ip` (its own, else the default ip entity's); None when there is
+        none, or when it is Int.MAX_VALUE, which Kafka takes for no quota
+        (recordIpConnectionMaybeThrottle: `connectionRateQuota != IP_CONNECTION_RATE_DEFAULT`)."""
+        limit = self._rates.get(ip, self._rates.get(None))
+        return None if limit == INT_MAX else limit
 
     def slot_available(self) -> bool:
         return self.total < self.max_connections
@@ -101,7 +108,7 @@ class ConnectionQuotas:
             rate.record(1.0, now_ms)
             observed, window = rate.measure_with_window(now_ms)
             throttle = 0
-            if observed > limit:
+            if observed > limit:  # a limit of 0: +Infinity, capped at one window
                 throttle = min(throttle_time_ms(observed, limit, window), self.config.window_ms)
             if throttle > 0:  # a violation that rounds to 0 ms is accepted, as in Kafka
                 rate.record(-1.0, now_ms)  # a refused connection does not count towards the rate

@@ -25,6 +25,7 @@ from quotas.connections import ConnectionQuotas
 from quotas.entity import IP, QuotaEntity
 from quotas.sensor import (
     DEFAULT_METRIC_CONFIG,
+    LONG_MAX,
     Combine,
     Metric,
     Rate,
@@ -40,6 +41,9 @@ log = logging.getLogger("quotas.manager")
 
 INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000  # ClientQuotaManager.InactiveSensorExpirationTimeSeconds
 NANOS_TO_PERCENTAGE = 100.0 / 1e9  # request time: ns of thread time -> percent-seconds
+# The bound of a sensor the callback gives no limit (ClientQuotaManager.quotaLimit):
+# Long.MAX_VALUE as a double. Only the token bucket shows it (its `tokens` metric).
+NO_LIMIT = float(LONG_MAX)
 
 GROUPS = {
     ClientQuotaType.PRODUCE: "Produce",
@@ -57,9 +61,24 @@ RATE_METRIC = {
 
 class ClientSensors:
     """The sensors of one set of metric tags: what is measured against the quota, and
-    the throttle times given out (Kafka's ClientSensors)."""
+    the throttle times given out (Kafka's ClientSensors).
 
-    __slots__ = ("tags", "bound", "rate", "tokens", "throttle_time", "last_record_ms", "last_rate")
+    With a token bucket (controller mutations) the bucket is the quota, over the quota
+    window, and the `mutation-rate` metric is a Rate registered without a config: the
+    broker's default metric window (2 x 30 s), as ControllerMutationQuotaManager's
+    registerQuotaMetrics has it (`metric_rate`). `rate` is then the same count over the
+    quota window, for the metrics row only (a rate comparable with the limit)."""
+
+    __slots__ = (
+        "tags",
+        "bound",
+        "rate",
+        "tokens",
+        "metric_rate",
+        "throttle_time",
+        "last_record_ms",
+        "last_rate",
+    )
 
     def __init__(
         self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool
@@ -68,6 +87,7 @@ class ClientSensors:
         self.bound = bound
         self.rate = Rate(config)
         self.tokens = TokenBucket(config) if token_bucket else None
+        self.metric_rate = Rate(DEFAULT_METRIC_CONFIG) if token_bucket else None
         self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
         self.last_record_ms = 0
         self.last_rate: float | None = None  # measured at the last quota check
@@ -180,7 +200,9 @@ class ClientQuotaManager:
         self.throttled_channels -= 1
 
     def max_value_in_quota_window(self, principal: KafkaPrincipal, client_id: str) -> float:
-        """The most a single response may carry: quota x (samples - 1) x window."""
+        """The most a single response may carry: quota x (samples - 1) x window seconds,
+        in doubles as Kafka's maxValueInQuotaWindow (NaN for a NaN quota; the caller
+        narrows it to an int)."""
         if not self.enabled:
             return math.inf
         try:
@@ -191,7 +213,9 @@ class ClientQuotaManager:
             return math.inf
         if limit is None:
             return math.inf
-        return limit * (self.config.samples - 1) * self.config.window_ms / 1000.0
+        window_ms = self.config.window_ms
+        seconds = window_ms // 1000 if window_ms % 1000 == 0 else window_ms / 1000.0  # an int in Kafka
+        return limit * (self.config.samples - 1) * seconds
 
     def refresh_limits(self) -> None:
         """Applies changed limits to live sensors at once (updateQuotaMetricConfigs);
@@ -216,20 +240,20 @@ class ClientQuotaManager:
     def metrics(self, now_ms: int) -> Iterator[Metric]:
         group = GROUPS[self.quota_type]
         for sensors in self.sensors.values():
-            yield Metric(
-                RATE_METRIC[self.quota_type], group, dict(sensors.tags), sensors.rate.measure(now_ms)
-            )
+            rate = sensors.rate if sensors.metric_rate is None else sensors.metric_rate
+            yield Metric(RATE_METRIC[self.quota_type], group, dict(sensors.tags), rate.measure(now_ms))
             yield Metric("throttle-time", group, dict(sensors.tags), sensors.throttle_time.measure(now_ms))
         yield Metric("queue-size", group, {}, float(self.throttled_channels))
 
 
 class RequestQuotaManager(ClientQuotaManager):
     """request_percentage: thread time as percent of one thread, throttle capped at one
-    window (ClientRequestQuotaManager); exempt requests are only counted."""
+    window (ClientRequestQuotaManager); exempt requests are only counted, on a Rate
+    registered without a config: the default metric window (2 x 30 s), not the quota's."""
 
     def __init__(self, callback: ClientQuotaCallback, config: WindowConfig) -> None:
         super().__init__(ClientQuotaType.REQUEST, callback, config, max_throttle_ms=config.window_ms)
-        self.exempt = Rate(config)
+        self.exempt = Rate(DEFAULT_METRIC_CONFIG)
 
     def record_exempt(self, nanos: int, now_ms: int) -> None:
         self.exempt.record(nanos * NANOS_TO_PERCENTAGE, now_ms)
@@ -266,11 +290,13 @@ class ControllerMutationQuota:
         sensors = self.sensors
         if sensors is None:
             return
-        bucket = sensors.tokens
-        assert bucket is not None
+        bucket, metric_rate = sensors.tokens, sensors.metric_rate
+        assert bucket is not None and metric_rate is not None
         bound = sensors.bound
         sensors.last_record_ms = now_ms
-        if bound is None:
+        if bound is None:  # Kafka's bound is then Long.MAX_VALUE: never exhausted
+            bucket.record(permits, NO_LIMIT, now_ms)
+            metric_rate.record(permits, now_ms)
             sensors.rate.record(permits, now_ms)
             return
         if self.strict:
@@ -279,9 +305,11 @@ class ControllerMutationQuota:
                 self._update_throttle(tokens, bound, now_ms)
                 raise ThrottlingQuotaExceeded(self._throttle_ms)
             bucket.record(permits, bound, now_ms)
+            metric_rate.record(permits, now_ms)
             sensors.rate.record(permits, now_ms)
             return
         bucket.record(permits, bound, now_ms)
+        metric_rate.record(permits, now_ms)
         sensors.rate.record(permits, now_ms)
         tokens = bucket.measure(bound, now_ms)
         if tokens < 0:
@@ -315,10 +343,13 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         return ControllerMutationQuota(self, self.sensors_for(principal, client_id, now_ms), strict)
 
     def metrics(self, now_ms: int) -> Iterator[Metric]:
+        """`tokens` is registered with the sensor, whatever its limit (Long.MAX_VALUE when
+        the callback gives none), as ControllerMutationQuotaManager.registerQuotaMetrics does."""
         yield from super().metrics(now_ms)
         for sensors in self.sensors.values():
-            if sensors.bound is not None and sensors.tokens is not None:
-                tokens = sensors.tokens.measure(sensors.bound, now_ms)
+            if sensors.tokens is not None:
+                bound = NO_LIMIT if sensors.bound is None else sensors.bound
+                tokens = sensors.tokens.measure(bound, now_ms)
                 yield Metric("tokens", "ControllerMutation", dict(sensors.tags), tokens)
 
 

@@ -12,6 +12,8 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
+from quotas.java import java_divide, java_min
+
 
 @dataclass(frozen=True, slots=True)
 class WindowConfig:
@@ -189,7 +191,10 @@ class Rate:
 
 class TokenBucket:
     """Kafka's TokenBucket (KIP-599): refilled at `rate` per second up to a burst of
-    samples x window x rate, full at first use; exhausted when tokens drop below 0."""
+    samples x window x rate, full at first use; exhausted when tokens drop below 0.
+
+    Java's Math.min keeps a NaN: a NaN rate (controller_mutation_rate=NaN) makes the
+    tokens NaN, which is never below 0, and they stay NaN whatever rate follows."""
 
     __slots__ = ("config", "tokens", "_last_update_ms")
 
@@ -207,14 +212,14 @@ class TokenBucket:
 
     def record(self, value: float, rate: float, now_ms: int) -> None:
         self._refill(rate, now_ms)
-        self.tokens = min(self.burst(rate), self.tokens - value)
+        self.tokens = java_min(self.burst(rate), self.tokens - value)
 
     def _refill(self, rate: float, now_ms: int) -> None:
         burst = self.burst(rate)
         if self._last_update_ms is None:  # Kafka starts at time 0: the first refill fills it
             self.tokens = burst
         else:
-            self.tokens = min(burst, self.tokens + rate * (now_ms - self._last_update_ms) / 1000.0)
+            self.tokens = java_min(burst, self.tokens + rate * ((now_ms - self._last_update_ms) / 1000.0))
         self._last_update_ms = now_ms
 
 
@@ -243,10 +248,12 @@ def java_int(value: int) -> int:
 
 
 def throttle_time_ms(observed: float, bound: float, window_ms: int) -> int:
-    """QuotaUtils.throttleTime: how long until the rate over the same window is back at the bound."""
-    return java_round((observed - bound) / bound * window_ms)
+    """QuotaUtils.throttleTime: how long until the rate over the same window is back at the
+    bound. In doubles, as Java: a bound of 0 (connection_creation_rate=NaN narrowed to an
+    int) gives +Infinity, which rounds to Long.MAX_VALUE."""
+    return java_round(java_divide(observed - bound, bound) * window_ms)
 
 
 def token_bucket_throttle_ms(tokens: float, rate: float) -> int:
     """ControllerMutationQuotaManager.throttleTimeMs: time to refill the deficit."""
-    return java_round(-tokens / rate * 1000)
+    return java_round(java_divide(-tokens, rate) * 1000)

@@ -17,6 +17,7 @@ from typing import Protocol
 
 from protocol.errors import ErrorCode
 from quotas.entity import QuotaEntity
+from quotas.java import hashmap_capacity, hashmap_order
 from quotas.resolution import QuotaIndex
 from quotas.validation import (
     QuotaError,
@@ -95,20 +96,28 @@ class QuotaStore:
                 continue
             result = results[entity] = AlterResult(entity)
             try:
-                plan.changes.extend(self._plan_entity(entity, ops, is_valid_host))
+                plan.changes.extend(self._plan_entity(entity, ops, len(alteration.ops), is_valid_host))
             except QuotaError as exc:
                 result.error_code, result.error_message = exc.code, exc.message
         plan.results = list(results.values())
         return plan
 
     def _plan_entity(
-        self, entity: QuotaEntity, ops: dict[str, float | None], is_valid_host: Callable[[str], bool]
+        self,
+        entity: QuotaEntity,
+        ops: dict[str, float | None],
+        op_count: int,
+        is_valid_host: Callable[[str], bool],
     ) -> list[Change]:
+        """Kafka's alterClientQuotaEntity. Its ops are a `new HashMap<>(ops.size())` built
+        from the request's ops, so they are validated (and the first invalid one reported)
+        and written in that HashMap's iteration order, not in request order."""
         validate_entity(entity)
         keys = allowed_keys(entity, is_valid_host)
         current = self.configs.get(entity, {})
         changes: list[Change] = []
-        for key, value in ops.items():
+        for key in hashmap_order(ops, hashmap_capacity(op_count, len(ops))):
+            value = ops[key]
             if value is None:
                 if key in current:  # removing an unset key is a no-op, never an error
                     changes.append((entity, key, None))

@@ -56,11 +56,11 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                 high_watermark, log_start = log.high_watermark, log.log_start_offset
                 if not log_start <= wanted.fetch_offset <= high_watermark:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
-                elif wanted.fetch_offset < high_watermark and remaining > 0:
+                elif wanted.fetch_offset < high_watermark and (remaining > 0 or total == remaining == 0):
+                    # KIP-74: the first batch even when max_bytes is 0 (a NaN consumer_byte_rate)
                     limit = min(wanted.partition_max_bytes, remaining)
-                    records, count = log.read_counted(
-                        wanted.fetch_offset, limit, partition.leader_epoch, min_one=total == 0
-                    )
+                    # each batch is served with the leader epoch it was appended under
+                    records, count = log.read_counted(wanted.fetch_offset, limit, min_one=total == 0)
                     ctx.record_count = (ctx.record_count or 0) + count
                     remaining -= len(records)
                     total += len(records)

@@ -1,4 +1,10 @@
-"""ListOffsets (2): earliest, latest, max-timestamp and by-timestamp lookups."""
+"""ListOffsets (2): earliest, latest, max-timestamp and by-timestamp lookups.
+
+As Kafka's Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp: the
+timestamp lookups answer a record (its offset and timestamp, and the leader epoch of its
+batch), decoding the records of the one batch they land in; nothing here is tiered, so
+the tiered-storage specials answer -1/-1 with epoch -1.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ from kafka.protocol.consumer import ListOffsetsResponse
 
 from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
+from broker.state.cluster import Partition
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -17,25 +24,36 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+EARLIEST_PENDING_UPLOAD = -6
+UNKNOWN = -1  # UNKNOWN_OFFSET, UNKNOWN_TIMESTAMP and UNKNOWN_EPOCH alike
 TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = TopicResult.ListOffsetsPartitionResponse
 
 
-def _lookup(log: Any, timestamp: int, version: int) -> tuple[int, int, int]:
-    """(error, offset, timestamp) for one partition, as Kafka's Partition.fetchOffsetForTimestamp."""
-    if timestamp in (LATEST, LATEST_TIERED):
-        return ErrorCode.NONE, log.high_watermark, -1
+def _lookup(partition: Partition, timestamp: int, version: int) -> tuple[int, int, int, int]:
+    """(error, offset, timestamp, leader epoch) for one partition."""
+    log = partition.log
+    if timestamp == LATEST:
+        return ErrorCode.NONE, log.high_watermark, UNKNOWN, partition.leader_epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return ErrorCode.NONE, log.log_start_offset, -1
+        # The earliest entry of the leader epoch cache: the epoch of the batch at the log
+        # start, or, in an empty log, the one the leader assigned at becoming leader.
+        epoch = log.earliest_leader_epoch()
+        if epoch is None:
+            epoch = partition.leader_epoch
+        return ErrorCode.NONE, log.log_start_offset, UNKNOWN, epoch
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return ErrorCode.NONE, UNKNOWN, UNKNOWN, UNKNOWN
     if timestamp == MAX_TIMESTAMP:
         if version < 7:
-            return ErrorCode.UNSUPPORTED_VERSION, -1, -1
+            return ErrorCode.UNSUPPORTED_VERSION, UNKNOWN, UNKNOWN, UNKNOWN
         found = log.max_timestamp_offset()
     else:
         found = log.offset_for_timestamp(timestamp)
     if found is None:
-        return ErrorCode.NONE, -1, -1
-    return ErrorCode.NONE, found[0], found[1]
+        return ErrorCode.NONE, UNKNOWN, UNKNOWN, UNKNOWN
+    offset, record_timestamp, epoch = found
+    return ErrorCode.NONE, offset, record_timestamp, max(epoch, UNKNOWN)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -49,11 +67,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 partition, error = led_partition(
                     ctx, topic, wanted.partition_index, wanted.current_leader_epoch
                 )
-            offset = timestamp = -1
-            epoch = -1
+            offset = timestamp = epoch = UNKNOWN
             if partition is not None:
-                error, offset, timestamp = _lookup(partition.log, wanted.timestamp, ctx.api_version)
-                epoch = partition.leader_epoch if offset >= 0 else -1
+                error, offset, timestamp, epoch = _lookup(partition, wanted.timestamp, ctx.api_version)
             partitions.append(
                 PartitionResult(
                     partition_index=wanted.partition_index,

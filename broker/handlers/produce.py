@@ -43,7 +43,7 @@ def _append(
                 f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
             )
     try:
-        base_offset = partition.log.append(batches)
+        base_offset = partition.log.append(batches, partition.leader_epoch)
     except SequenceError as exc:
         return exc.code, -1, str(exc)
     ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)

@@ -1,20 +1,30 @@
 """One partition's log: opaque record batches indexed by offset, bounded by retention.
 
 Pure data structure (no asyncio); the fetch path is woken through `append_listeners`.
+
+Each batch keeps the leader epoch it was appended under, served in its
+partitionLeaderEpoch field (Kafka's LogValidator writes it into the batch at append).
+Timestamp lookups (ListOffsets) go through a time index built lazily on that path only,
+and decode the records of the one batch they land in.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.state.records import BatchInfo, batch_prefix
+from broker.state.records import BatchInfo, UndecodableBatch, batch_prefix, record_timestamps
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.log")
+_undecodable_warned: set[str] = set()  # one warning per kind of failure, per process
 
 # Kafka keeps the metadata of the last five batches per producer to detect retries.
 PRODUCER_BATCH_CACHE = 5
+NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 
 
 class SequenceError(Exception):
@@ -30,6 +40,7 @@ class _StoredBatch:
     base_offset: int
     last_offset: int
     max_timestamp: int
+    leader_epoch: int  # the partition's leader epoch when the batch was appended
     data: memoryview
 
 
@@ -54,13 +65,20 @@ class PartitionLog:
         self.size_bytes = 0
         self._producers: dict[int, _ProducerState] = {}
         self.append_listeners: list[Callable[[], None]] = []
+        # Kafka's TimeIndex, built only when ListOffsets asks: over the retained batches in
+        # offset order, one entry each time the running maximum of their max timestamps
+        # grows (that maximum, the base offset of the batch reaching it).
+        self._time_stamps: list[int] = []
+        self._time_offsets: list[int] = []
+        self._time_indexed_to = 0  # the log end offset when the index was last extended
 
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
 
-    def append(self, batches: list[BatchInfo]) -> int:
-        """Appends batches and returns the base offset of the first one.
+    def append(self, batches: list[BatchInfo], leader_epoch: int = 0) -> int:
+        """Appends batches under the partition's current `leader_epoch` and returns the
+        base offset of the first one.
 
         Idempotent batches are checked first: a retry of one of the producer's last five
         batches returns its original offset without appending (as Kafka does).
@@ -72,7 +90,7 @@ class PartitionLog:
         for batch in batches:
             base = self.log_end_offset
             last = base + batch.last_offset_delta
-            self._batches.append(_StoredBatch(base, last, batch.max_timestamp, batch.data))
+            self._batches.append(_StoredBatch(base, last, batch.max_timestamp, leader_epoch, batch.data))
             self._base_offsets.append(base)
             self.size_bytes += batch.size
             self.log_end_offset = last + 1
@@ -139,14 +157,13 @@ class PartitionLog:
             del self._base_offsets[: self._first]
             self._first = 0
 
-    def read(self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True) -> bytes:
+    def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to max_bytes (at least one
-        batch when `min_one`, as KIP-74 requires). Offsets must be in range."""
-        return self.read_counted(offset, max_bytes, leader_epoch, min_one)[0]
+        batch when `min_one`, as KIP-74 requires), each with the leader epoch it was
+        appended under. Offsets must be in range."""
+        return self.read_counted(offset, max_bytes, min_one)[0]
 
-    def read_counted(
-        self, offset: int, max_bytes: int, leader_epoch: int, min_one: bool = True
-    ) -> tuple[bytes, int]:
+    def read_counted(self, offset: int, max_bytes: int, min_one: bool = True) -> tuple[bytes, int]:
         """`read`, and how many records (offsets) the batches hold, for the metrics."""
         index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
         index = max(index, self._first)
@@ -157,27 +174,96 @@ class PartitionLog:
             size = len(stored.data)
             if taken + size > max_bytes and (taken > 0 or not min_one):
                 break
-            pieces.append(batch_prefix(stored.base_offset, stored.data, leader_epoch))
+            pieces.append(batch_prefix(stored.base_offset, stored.data, stored.leader_epoch))
             pieces.append(stored.data[16:])
             taken += size
             records += stored.last_offset - stored.base_offset + 1
             index += 1
         return b"".join(pieces), records
 
-    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
-        """(offset, timestamp) of the first batch whose max timestamp is >= `timestamp`.
+    def earliest_leader_epoch(self) -> int | None:
+        """The leader epoch of the batch at the log start offset (None if the log is empty):
+        the earliest entry of Kafka's leader epoch cache once truncated to the log start."""
+        if self._first >= len(self._batches):
+            return None
+        return self._batches[self._first].leader_epoch
 
-        Batch granularity: records inside a batch are never decoded on this path."""
-        for index in range(self._first, len(self._batches)):
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the first record whose timestamp is >=
+        `timestamp`, as Kafka's LogSegment.findOffsetByTimestamp / FileRecords.searchForTimestamp:
+        the first batch whose max timestamp is >= it, then the first such record inside it
+        (only that batch is decoded); None if there is none."""
+        stamps, offsets = self._time_index()
+        entry = bisect.bisect_left(stamps, timestamp)
+        if entry == len(stamps):
+            return None
+        for index in range(self._batch_index(offsets[entry]), len(self._batches)):
             stored = self._batches[index]
-            if stored.max_timestamp >= timestamp:
-                return stored.base_offset, stored.max_timestamp
+            if stored.max_timestamp < timestamp:
+                continue
+            try:
+                for delta, record_timestamp in record_timestamps(stored.data):
+                    if record_timestamp >= timestamp:
+                        return stored.base_offset + delta, record_timestamp, stored.leader_epoch
+            except UndecodableBatch as exc:
+                self._warn_undecodable(exc)
+                return stored.base_offset, stored.max_timestamp, stored.leader_epoch
         return None
 
-    def max_timestamp_offset(self) -> tuple[int, int] | None:
-        best: _StoredBatch | None = None
-        for index in range(self._first, len(self._batches)):
-            stored = self._batches[index]
-            if best is None or stored.max_timestamp > best.max_timestamp:
-                best = stored
-        return None if best is None else (best.last_offset, best.max_timestamp)
+    def max_timestamp_offset(self) -> tuple[int, int, int] | None:
+        """(offset, timestamp, leader epoch) of the record with the largest timestamp, the
+        first of them if several share it, as Kafka's UnifiedLog.fetchOffsetByTimestamp
+        answers MAX_TIMESTAMP: the first batch whose max timestamp is the log's largest,
+        then RecordBatch.offsetOfMaxTimestamp inside it (only that batch is decoded)."""
+        stamps, offsets = self._time_index()
+        if not stamps or stamps[-1] < NO_TIMESTAMP:
+            return None
+        stored = self._batches[self._batch_index(offsets[-1])]
+        try:
+            for delta, record_timestamp in record_timestamps(stored.data):
+                if record_timestamp == stored.max_timestamp:
+                    return stored.base_offset + delta, record_timestamp, stored.leader_epoch
+        except UndecodableBatch as exc:
+            self._warn_undecodable(exc)
+            return stored.last_offset, stored.max_timestamp, stored.leader_epoch
+        return None
+
+    def _batch_index(self, offset: int) -> int:
+        return bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
+
+    def _time_index(self) -> tuple[list[int], list[int]]:
+        """The time index, brought up to date with appends and retention since its last use."""
+        stamps, offsets = self._time_stamps, self._time_offsets
+        if offsets and offsets[0] < self.log_start_offset:
+            stale = bisect.bisect_left(offsets, self.log_start_offset)
+            del stamps[:stale], offsets[:stale]
+            # The retained batches before the first surviving entry were shadowed by the
+            # dropped ones; their maxima all stay below that entry's, so index them in front.
+            stop = offsets[0] if offsets else self._time_indexed_to
+            lead_stamps: list[int] = []
+            lead_offsets: list[int] = []
+            for index in range(self._first, len(self._batches)):
+                stored = self._batches[index]
+                if stored.base_offset >= stop:
+                    break
+                if not lead_stamps or stored.max_timestamp > lead_stamps[-1]:
+                    lead_stamps.append(stored.max_timestamp)
+                    lead_offsets.append(stored.base_offset)
+            stamps[:0] = lead_stamps
+            offsets[:0] = lead_offsets
+        if self._time_indexed_to < self.log_end_offset:
+            start = bisect.bisect_left(self._base_offsets, self._time_indexed_to, lo=self._first)
+            for index in range(start, len(self._batches)):
+                stored = self._batches[index]
+                if not stamps or stored.max_timestamp > stamps[-1]:
+                    stamps.append(stored.max_timestamp)
+                    offsets.append(stored.base_offset)
+            self._time_indexed_to = self.log_end_offset
+        return stamps, offsets
+
+    @staticmethod
+    def _warn_undecodable(exc: UndecodableBatch) -> None:
+        kind = str(exc).split(":", 1)[0]
+        if kind not in _undecodable_warned:
+            _undecodable_warned.add(kind)
+            log.warning("ListOffsets answers at batch granularity where records cannot be decoded: %s", exc)

@@ -1,16 +1,19 @@
 """Record-batch header access (magic v2) without touching the records inside.
 
 Batches stay opaque bytes on the produce and fetch paths: only the 61-byte header is
-read, the CRC-32C is checked, and offsets are assigned by rewriting baseOffset when the
-batch is served.
+read, the CRC-32C is checked, and offsets and the leader epoch are assigned by rewriting
+baseOffset and partitionLeaderEpoch when the batch is served. Records are decoded (with
+kafka-python's decoder) only by `record_timestamps`, for ListOffsets' timestamp lookups.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from crc32c import crc32c
+from kafka.record.default_records import DefaultRecordBatch
 
 BATCH_HEADER_SIZE = 61
 _LENGTH_OFFSET = 8  # baseOffset int64, then batchLength int32
@@ -21,6 +24,11 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
+
+
+class UndecodableBatch(Exception):
+    """The records of a stored batch cannot be decoded here (a codec library kafka-python
+    needs is missing, or the records are malformed behind a valid CRC)."""
 
 
 class InvalidRecords(Exception):
@@ -107,3 +115,16 @@ def batch_prefix(base_offset: int, batch: memoryview, leader_epoch: int) -> byte
     batch valid without re-encoding anything.
     """
     return _PREFIX.pack(base_offset, len(batch) - 12, leader_epoch)
+
+
+def record_timestamps(batch: memoryview) -> Iterator[tuple[int, int]]:
+    """(offset delta, timestamp) of each record of a stored batch, in order, decompressing
+    it if needed. A LogAppendTime batch gives every record the batch's max timestamp, as
+    Kafka's DefaultRecordBatch does. Raises UndecodableBatch."""
+    try:
+        decoded = DefaultRecordBatch(batch)  # a copy: the stored bytes stay untouched
+        base = decoded.base_offset
+        for record in decoded:
+            yield record.offset - base, record.timestamp
+    except Exception as exc:  # kafka-python raises codec, struct and corrupt-record errors alike
+        raise UndecodableBatch(f"{type(exc).__name__}: {exc}") from exc

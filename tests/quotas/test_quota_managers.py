@@ -620,7 +620,8 @@ def test_controller_mutation_metrics_names_group_and_tags() -> None:
     tags = {"user": "alice", "client-id": ""}
     found = quotas.metrics(0)
     assert metric(found, "tokens", "ControllerMutation", tags) == pytest.approx(17.0)  # 22 - 5
-    assert metric(found, "mutation-rate", "ControllerMutation", tags) == pytest.approx(0.5)  # 5 / 10 s
+    # 5 / 30 s: mutation-rate has Kafka's default metric window (2 x 30 s), not the quota's
+    assert metric(found, "mutation-rate", "ControllerMutation", tags) == pytest.approx(5 / 30)
     assert math.isnan(metric(found, "throttle-time", "ControllerMutation", tags))
 
 

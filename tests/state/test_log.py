@@ -26,9 +26,9 @@ def batch(
 def test_offsets_assigned_by_rewriting_base_offset() -> None:
     log = PartitionLog()
     assert log.append(split_batches(batch(3))) == 0
-    assert log.append(split_batches(batch(2) + batch(4))) == 3
+    assert log.append(split_batches(batch(2) + batch(4)), leader_epoch=7) == 3
     assert log.log_end_offset == 9
-    served = log.read(3, 1 << 20, leader_epoch=7)
+    served = log.read(3, 1 << 20)
     base, _, epoch = struct.unpack_from(">qii", served, 0)
     assert (base, epoch) == (3, 7)
     second = len(batch(2))
@@ -42,10 +42,10 @@ def test_read_returns_whole_batches_and_at_least_one() -> None:
     for _ in range(5):
         log.append(split_batches(batch(1, payload=b"x" * 100)))
     one = len(batch(1, payload=b"x" * 100))
-    assert len(log.read(0, one * 2 + 10, 0)) == one * 2
-    assert len(log.read(0, 1, 0)) == one  # KIP-74: the first batch even if larger than the limit
-    assert log.read(0, 1, 0, min_one=False) == b""
-    assert len(log.read(4, 1 << 20, 0)) == one
+    assert len(log.read(0, one * 2 + 10)) == one * 2
+    assert len(log.read(0, 1)) == one  # KIP-74: the first batch even if larger than the limit
+    assert log.read(0, 1, min_one=False) == b""
+    assert len(log.read(4, 1 << 20)) == one
 
 
 def test_corrupt_and_invalid_batches_rejected() -> None:
@@ -71,7 +71,7 @@ def test_retention_bytes_trims_oldest_batches() -> None:
         log.append(split_batches(batch(10)))
     assert log.log_start_offset == 70
     assert log.size_bytes == size * 3
-    assert struct.unpack_from(">q", log.read(70, 1 << 20, 0), 0)[0] == 70
+    assert struct.unpack_from(">q", log.read(70, 1 << 20), 0)[0] == 70
 
 
 def test_idempotent_sequences() -> None:
