@@ -33,5 +33,5 @@ def stored_codecs(cluster: object, topic: str) -> set[int]:
     codecs = set()
     for partition in cluster.state.topics[topic].partitions:  # type: ignore[attr-defined]
         if partition.log.log_end_offset:
-            codecs |= {b.attributes & 0x07 for b in split_batches(partition.log.read(0, 1 << 30, 0))}
+            codecs |= {b.attributes & 0x07 for b in split_batches(partition.log.read(0, 1 << 30))}
     return codecs
