@@ -1,16 +1,29 @@
-"""Metadata (3): brokers on the client's listener, topics, leaders; auto-creates topics."""
+"""Metadata (3): brokers on the client's listener, topics, leaders; auto-creates topics.
+
+Auto-creation as Kafka 4.x's AutoTopicCreationManager does it: the topic is answered
+UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name) and a CreateTopics
+goes to the controller on the client's behalf, which the controller meters strictly
+against the client's controller_mutation_rate: while the bucket is empty the creation
+is refused (logged) and the client, retrying its Metadata, keeps seeing the topic
+unknown. The Metadata response itself is not throttled for it.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
 from broker.context import RequestContext
-from broker.state.cluster import ClusterError, Topic
+from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from quotas.manager import ControllerMutationQuota, ThrottlingQuotaExceeded
+
+log = logging.getLogger("broker.auto_topic_creation")
 
 API_KEY = ApiKey.METADATA
 Broker = MetadataResponse.MetadataResponseBroker
@@ -63,6 +76,38 @@ def _may_auto_create(ctx: RequestContext, request: Any) -> bool:
     return bool(allowed and ctx.config.get_bool("auto.create.topics.enable"))
 
 
+def _request_creation(ctx: RequestContext, name: str) -> int:
+    """Asks the controller to create `name`; the error code the topic is answered with."""
+    try:
+        validate_topic_name(name)
+    except ClusterError:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    cluster = ctx.cluster
+    if name not in cluster.auto_creating:
+        cluster.auto_creating.add(name)
+        quota = throttling.mutation_quota(ctx, strict=True)  # the controller's, for this client
+        partitions = ctx.config.get_int("num.partitions")
+        replication = ctx.config.get_int("default.replication.factor")
+        asyncio.get_running_loop().call_soon(_create, ctx, name, partitions, replication, quota)
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def _create(
+    ctx: RequestContext, name: str, partitions: int, replication: int, quota: ControllerMutationQuota
+) -> None:
+    """The controller's side of an auto-creation, after the Metadata response."""
+    cluster = ctx.cluster
+    cluster.auto_creating.discard(name)
+    if name in cluster.topics:
+        return
+    try:
+        cluster.create_topic(name, partitions, replication, charge=throttling.charge_to(quota))
+    except ThrottlingQuotaExceeded:
+        log.warning("Auto topic creation failed for %s with error 'THROTTLING_QUOTA_EXCEEDED'", name)
+    except ClusterError as exc:
+        log.warning("Auto topic creation failed for %s with error %d: %s", name, exc.code, exc.message)
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     cluster = ctx.cluster
     entries = []
@@ -80,26 +125,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 continue
             topic = cluster.topics.get(wanted.name)
             if topic is None and _may_auto_create(ctx, request):
-                # Auto-creation counts against the controller mutation quota but is
-                # never refused by it, and the Metadata response is not throttled for it.
-                quota = throttling.mutation_quota(ctx, strict=False)
-                try:
-                    topic = cluster.create_topic(
-                        wanted.name,
-                        ctx.config.get_int("num.partitions"),
-                        ctx.config.get_int("default.replication.factor"),
-                        charge=throttling.charge_to(quota),
-                    )
-                except ClusterError as exc:
-                    entries.append(
-                        _error_entry(
-                            exc.code
-                            if exc.code == ErrorCode.INVALID_TOPIC_EXCEPTION
-                            else ErrorCode.LEADER_NOT_AVAILABLE,
-                            wanted.name,
-                        )
-                    )
-                    continue
+                entries.append(_error_entry(_request_creation(ctx, wanted.name), wanted.name))
+                continue
             entries.append(
                 topic_entry(ctx, topic)
                 if topic

@@ -122,6 +122,9 @@ class ClusterState:
         self.transactional_producers: dict[str, tuple[int, int]] = {}  # id -> (producer id, epoch)
         self._placement = 0
         self.metadata_listeners: list[Callable[[], None]] = []
+        # Topics a Metadata request asked to auto-create, until the controller is done
+        # (Kafka's AutoTopicCreationManager inflightTopics).
+        self.auto_creating: set[str] = set()
 
     # -- brokers -------------------------------------------------------------
     @property

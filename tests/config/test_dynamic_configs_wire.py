@@ -505,14 +505,18 @@ def metadata_error(admin: KafkaAdminClient, topic: str, node_id: int) -> int:
 def test_runtime_changes_take_effect_on_the_next_request(
     cluster: MockCluster, admin: KafkaAdminClient
 ) -> None:
+    # Auto-creation as Kafka 4.x: unknown while the controller creates it, then there.
+    assert metadata_error(admin, "auto-1", 0) == UNKNOWN_TOPIC_OR_PARTITION
     assert metadata_error(admin, "auto-1", 0) == 0 and "auto-1" in cluster.state.topics
     assert incremental(admin, "", ("auto.create.topics.enable", SET, "false")) == (0, None)
     assert incremental(
         admin, "1", ("auto.create.topics.enable", SET, "true"), ("num.partitions", SET, "3"), node_id=1
     ) == (0, None)
     assert metadata_error(admin, "auto-2", 0) == UNKNOWN_TOPIC_OR_PARTITION
+    assert metadata_error(admin, "auto-2", 0) == UNKNOWN_TOPIC_OR_PARTITION
     assert "auto-2" not in cluster.state.topics
     # Broker 1's own value wins over the cluster-wide default, and so does its num.partitions.
+    assert metadata_error(admin, "auto-2", 1) == UNKNOWN_TOPIC_OR_PARTITION
     assert metadata_error(admin, "auto-2", 1) == 0
     assert len(cluster.state.topics["auto-2"].partitions) == 3
     # message.max.bytes lowered on every broker: the next produce is refused.
