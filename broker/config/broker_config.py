@@ -33,6 +33,7 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "default.replication.factor": ("1", "int", "replication factor of auto-created topics"),
     "log.retention.bytes": ("-1", "long", "bytes kept per partition (-1: unbounded)"),
     "message.max.bytes": ("1048588", "int", "largest record batch accepted"),
+    "min.insync.replicas": ("1", "int", "in-sync replicas an acks=all produce needs"),
     "socket.request.max.bytes": ("104857600", "int", "largest request frame accepted"),
     "group.initial.rebalance.delay.ms": ("3000", "int", "wait for more members before the first rebalance"),
     "group.min.session.timeout.ms": ("6000", "int", "smallest session timeout a member may ask for"),

@@ -12,7 +12,7 @@ from kafka.protocol.producer import ProduceResponse
 from broker import throttling
 from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
-from broker.state.cluster import Topic
+from broker.state.cluster import Partition, Topic
 from broker.state.log import SequenceError
 from broker.state.records import InvalidRecords, split_batches
 from protocol.api_keys import ApiKey
@@ -56,6 +56,24 @@ def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
     return int(override) if override is not None else ctx.config.get_int("message.max.bytes")
 
 
+def _check_min_isr(ctx: RequestContext, topic: Topic, partition: Partition) -> tuple[int, str | None]:
+    """Partition.appendRecordsToLeader: acks=all needs an ISR (here: the live replicas)
+    of at least min(min.insync.replicas, replicas)."""
+    configured = topic.configs.get("min.insync.replicas")
+    min_isr = min(
+        int(configured) if configured is not None else ctx.config.get_int("min.insync.replicas"),
+        len(partition.replicas),
+    )
+    live = set(ctx.cluster.live_broker_ids())
+    isr = [replica for replica in partition.replicas if replica in live]
+    if len(isr) >= min_isr:
+        return ErrorCode.NONE, None
+    return ErrorCode.NOT_ENOUGH_REPLICAS, (
+        f"The size of the current ISR Set({', '.join(map(str, isr))}) is insufficient to satisfy "
+        f"the min.isr requirement of {min_isr} for partition {topic.name}-{partition.index}"
+    )
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     acks = ctx.acks = request.acks
     ctx.record_count, ctx.partition_count = 0, sum(len(t.partition_data) for t in request.topic_data)
@@ -77,6 +95,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 error = ErrorCode.INVALID_REQUIRED_ACKS
             elif topic is not None:
                 partition, error = led_partition(ctx, topic, data.index)
+            if partition is not None and topic is not None and acks == -1:
+                error, message = _check_min_isr(ctx, topic, partition)
+                if error:
+                    partition = None
             if partition is not None:
                 error, base_offset, message = _append(ctx, partition, data.records, max_batch_bytes)
             if error != ErrorCode.NONE:
