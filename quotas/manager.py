@@ -110,8 +110,10 @@ class ClientQuotaManager:
         self.max_throttle_ms = max_throttle_ms
         self.sensors: dict[tuple[tuple[str, str], ...], ClientSensors] = {}
         self.throttled_channels = 0  # connections muted by this manager now (queue-size)
-        # The sensors of each (principal, client id) seen, until a quota changes: the
-        # callback's tags are only asked again then (or when it asks for a reset).
+        # DefaultQuotaCallback only (its tags are a pure function of the principal, the
+        # client id and the quotas, which notify it): the sensors of each (principal,
+        # client id) seen, until a quota changes. Any other callback is asked its tags on
+        # every request, as Kafka's getOrCreateQuotaSensors does.
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
         # Where a request is measured when the callback fails: no tags, no limit.
@@ -124,6 +126,7 @@ class ClientQuotaManager:
         self.callback = callback
         # Only callbacks that override quota_reset_required are asked it per request.
         self._may_reset = type(callback).quota_reset_required is not ClientQuotaCallback.quota_reset_required
+        self._cache_tags = type(callback) is DefaultQuotaCallback
         self.refresh_limits()
 
     def _quotas_enabled(self) -> bool:
@@ -140,9 +143,10 @@ class ClientQuotaManager:
         try:
             if self._may_reset and self.callback.quota_reset_required(self.quota_type):
                 self.refresh_limits()
-            sensors = self._resolved.get((principal, client_id))
-            if sensors is not None:
-                return sensors
+            if self._cache_tags:
+                sensors = self._resolved.get((principal, client_id))
+                if sensors is not None:
+                    return sensors
             tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
             key = tuple(tags.items())
             sensors = self.sensors.get(key)
@@ -160,7 +164,8 @@ class ClientQuotaManager:
                 client_id,
             )
             return self._unlimited
-        self._resolved[(principal, client_id)] = sensors
+        if self._cache_tags:
+            self._resolved[(principal, client_id)] = sensors
         return sensors
 
     def record(self, sensors: ClientSensors, value: float, now_ms: int) -> int:
