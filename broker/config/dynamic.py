@@ -26,6 +26,7 @@ import asyncio
 import concurrent.futures
 import enum
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -64,6 +65,33 @@ TOPIC = 2
 BROKER = 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
+# Broker keys that the logs' retention and timestamp type follow (apply_retention).
+_LOG_KEYS = frozenset(
+    {
+        "log.retention.bytes",
+        "log.retention.ms",
+        "log.retention.minutes",
+        "log.retention.hours",
+        "log.message.timestamp.type",
+    }
+)
+
+
+def _retention_ms(view: Any) -> int:
+    """Kafka's LogConfig precedence: log.retention.ms, else .minutes, else .hours; -1
+    (off here) when the broker config has none of them."""
+    for key, scale in (
+        ("log.retention.ms", 1),
+        ("log.retention.minutes", 60_000),
+        ("log.retention.hours", 3_600_000),
+    ):
+        value = view.get(key)
+        if value is not None and value != "":
+            number = int(value)
+            return number if number < 0 else number * scale
+    return -1
+
+
 INT32 = (-(2**31), 2**31 - 1)
 
 ConfigValidator = Callable[[dict[str, str]], str | None]
@@ -419,7 +447,7 @@ class DynamicConfigStore:
             view.refresh()
             old = before[node_id]
             changed = {k for k in old.keys() | view.values.keys() if old.get(k) != view.values.get(k)}
-            retention_changed = retention_changed or "log.retention.bytes" in changed
+            retention_changed = retention_changed or not changed.isdisjoint(_LOG_KEYS)
             if changed:
                 for listener in subscriber.config_listeners:
                     try:
@@ -431,16 +459,34 @@ class DynamicConfigStore:
         self.apply_retention(topics)
 
     def apply_retention(self, topics: Iterable[Topic]) -> None:
-        """Retention follows the topic's retention.bytes, else log.retention.bytes of the
-        partition leader's effective config (Kafka's DynamicLogConfig reconfigures live logs)."""
+        """Retention follows the topic's retention.bytes and retention.ms, else
+        log.retention.bytes and log.retention.ms/minutes/hours of the partition leader's
+        effective config (Kafka's DynamicLogConfig reconfigures live logs); the same for
+        message.timestamp.type / log.message.timestamp.type. Time retention is applied at
+        once (and at each append), as Kafka's next retention check would.
+
+        Without a retention.ms override nor a log.retention.* key in the broker config,
+        time retention stays off (the broker config has no such default; Kafka's is 7 days)."""
+        now_ms = int(time.time() * 1000)
         for topic in topics:
             override = topic.configs.get("retention.bytes")
+            retention_ms_override = topic.configs.get("retention.ms")
+            timestamp_type = topic.configs.get("message.timestamp.type")
             for partition in topic.partitions:
                 leader = self._brokers.get(partition.leader)
                 view = leader[1] if leader is not None else self.cluster_view
-                partition.log.retention_bytes = int(
+                plog = partition.log
+                plog.retention_bytes = int(
                     override if override is not None else view.get_str("log.retention.bytes")
                 )
+                plog.retention_ms = (
+                    int(retention_ms_override) if retention_ms_override is not None else _retention_ms(view)
+                )
+                kind = (
+                    timestamp_type if timestamp_type is not None else view.get("log.message.timestamp.type")
+                )
+                plog.log_append_time = kind == "LogAppendTime"
+                plog.enforce_retention_ms(now_ms)
 
     # -- Python API for harnesses ------------------------------------------------------
     async def alter_async(

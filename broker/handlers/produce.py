@@ -5,6 +5,7 @@ included (its connection is muted too, though no response is sent)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from kafka.protocol.producer import ProduceResponse
@@ -27,27 +28,31 @@ NodeEndpoint = ProduceResponse.NodeEndpoint
 
 def _append(
     ctx: RequestContext, partition: Any, records: bytes | None, max_batch_bytes: int
-) -> tuple[int, int, str | None]:
-    """(error code, base offset, error message) for one partition's records."""
+) -> tuple[int, int, str | None, int]:
+    """(error code, base offset, error message, log append time or -1) for one partition's records."""
     if records is None:
-        return ErrorCode.INVALID_RECORD, -1, "records are null"
+        return ErrorCode.INVALID_RECORD, -1, "records are null", -1
     try:
         batches = split_batches(records)
     except InvalidRecords as exc:
-        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc)
+        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc), -1
     for batch in batches:
         if batch.size > max_batch_bytes:
             return (
                 ErrorCode.MESSAGE_TOO_LARGE,
                 -1,
                 f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
+                -1,
             )
+    log = partition.log
+    # message.timestamp.type=LogAppendTime: the produce response's log_append_time_ms
+    append_time = int(time.time() * 1000) if log.log_append_time else -1
     try:
-        base_offset = partition.log.append(batches, partition.leader_epoch)
+        base_offset = log.append(batches, partition.leader_epoch, append_time)
     except SequenceError as exc:
-        return exc.code, -1, str(exc)
+        return exc.code, -1, str(exc), -1
     ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
-    return ErrorCode.NONE, base_offset, None
+    return ErrorCode.NONE, base_offset, None, append_time
 
 
 def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
@@ -89,7 +94,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_batch_bytes = _max_batch_bytes(ctx, topic)
         results = []
         for data in topic_data.partition_data:
-            error, base_offset, message = topic_error, -1, None
+            error, base_offset, message, append_time = topic_error, -1, None, -1
             partition = None
             if acks not in (-1, 0, 1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -100,7 +105,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 if error:
                     partition = None
             if partition is not None:
-                error, base_offset, message = _append(ctx, partition, data.records, max_batch_bytes)
+                error, base_offset, message, append_time = _append(
+                    ctx, partition, data.records, max_batch_bytes
+                )
             if error != ErrorCode.NONE:
                 failed = True
                 ctx.count_error(error)
@@ -116,7 +123,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     index=data.index,
                     error_code=error,
                     base_offset=base_offset,
-                    log_append_time_ms=-1,
+                    log_append_time_ms=append_time,
                     log_start_offset=partition.log.log_start_offset if partition is not None else -1,
                     record_errors=[],
                     error_message=message,

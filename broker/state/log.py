@@ -12,11 +12,18 @@ from __future__ import annotations
 
 import bisect
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.state.records import BatchInfo, UndecodableBatch, batch_prefix, record_timestamps
+from broker.state.records import (
+    BatchInfo,
+    UndecodableBatch,
+    batch_prefix,
+    record_timestamps,
+    set_log_append_time,
+)
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.log")
@@ -55,8 +62,12 @@ class PartitionLog:
     """Batches with assigned offsets. The high watermark equals the log end offset:
     every replica is this process, so an append is committed when it returns."""
 
-    def __init__(self, retention_bytes: int = -1) -> None:
+    def __init__(self, retention_bytes: int = -1, retention_ms: int = -1) -> None:
         self.retention_bytes = retention_bytes
+        # retention.ms (-1: unlimited); LogAppendTime stamping (message.timestamp.type).
+        # Both are set by the config layer (DynamicConfigs.apply_retention).
+        self.retention_ms = retention_ms
+        self.log_append_time = False
         self._batches: list[_StoredBatch] = []
         self._base_offsets: list[int] = []
         self._first = 0  # index of the first retained batch (trimmed lazily)
@@ -76,9 +87,10 @@ class PartitionLog:
     def high_watermark(self) -> int:
         return self.log_end_offset
 
-    def append(self, batches: list[BatchInfo], leader_epoch: int = 0) -> int:
+    def append(self, batches: list[BatchInfo], leader_epoch: int = 0, append_time_ms: int = -1) -> int:
         """Appends batches under the partition's current `leader_epoch` and returns the
-        base offset of the first one.
+        base offset of the first one. With `append_time_ms` >= 0 (message.timestamp.type=
+        LogAppendTime) each batch is stamped with it first, as Kafka's LogValidator does.
 
         Idempotent batches are checked first: a retry of one of the producer's last five
         batches returns its original offset without appending (as Kafka does).
@@ -86,6 +98,9 @@ class PartitionLog:
         duplicate = self._check_sequences(batches)
         if duplicate is not None:
             return duplicate
+        if append_time_ms >= 0:
+            for batch in batches:
+                set_log_append_time(batch, append_time_ms)
         first_offset = self.log_end_offset
         for batch in batches:
             base = self.log_end_offset
@@ -146,12 +161,39 @@ class PartitionLog:
 
     def _enforce_retention(self) -> None:
         if self.retention_bytes < 0:
+            if self.retention_ms >= 0:
+                self.enforce_retention_ms(int(time.time() * 1000))
             return
+        if self.retention_ms >= 0:
+            self.enforce_retention_ms(int(time.time() * 1000))
         while self.size_bytes > self.retention_bytes and len(self._batches) - self._first > 1:
-            dropped = self._batches[self._first]
-            self._first += 1
-            self.size_bytes -= len(dropped.data)
-            self.log_start_offset = dropped.last_offset + 1
+            self._drop_first()
+        self._compact()
+
+    def enforce_retention_ms(self, now_ms: int) -> int:
+        """Kafka's UnifiedLog.deleteRetentionMsBreachedSegments with a batch as the unit
+        (Kafka deletes whole segments): from the log start, drops batches while
+        now - max timestamp > retention.ms, stopping at the first younger one. Kafka
+        deletes the active segment too when it breached (rolling an empty one first), so
+        the last batch may go and the log start reach the log end. Returns how many went."""
+        if self.retention_ms < 0:
+            return 0
+        cutoff = now_ms - self.retention_ms
+        dropped = 0
+        while self._first < len(self._batches) and self._batches[self._first].max_timestamp < cutoff:
+            self._drop_first()
+            dropped += 1
+        if dropped:
+            self._compact()
+        return dropped
+
+    def _drop_first(self) -> None:
+        dropped = self._batches[self._first]
+        self._first += 1
+        self.size_bytes -= len(dropped.data)
+        self.log_start_offset = dropped.last_offset + 1
+
+    def _compact(self) -> None:
         if self._first > 1024 and self._first * 2 > len(self._batches):
             del self._batches[: self._first]
             del self._base_offsets[: self._first]

@@ -22,6 +22,10 @@ _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21  # the CRC covers attributes..end
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_MAX_TIMESTAMP_OFFSET = 35  # after lastOffsetDelta int32 and baseTimestamp int64
+_ATTRIBUTES_AND_TIMESTAMPS = struct.Struct(">h")
+_TIMESTAMP = struct.Struct(">q")
+TIMESTAMP_TYPE_FLAG = 0x08  # attributes bit 3: LogAppendTime
 TRANSACTIONAL_FLAG = 0x10
 CONTROL_FLAG = 0x20
 
@@ -106,6 +110,23 @@ def split_batches(records: bytes) -> list[BatchInfo]:
         )
         pos = end
     return batches
+
+
+def set_log_append_time(batch: BatchInfo, now_ms: int) -> None:
+    """Kafka's DefaultRecordBatch.setMaxTimestamp(LOG_APPEND_TIME, now), as LogValidator
+    applies it to v2 batches: the timestamp-type bit and maxTimestamp are rewritten and the
+    CRC-32C recomputed; baseTimestamp and the records (their deltas) stay as produced.
+    The batch is copied once (produce buffers are not ours to write)."""
+    attributes = batch.attributes | TIMESTAMP_TYPE_FLAG
+    if attributes == batch.attributes and batch.max_timestamp == now_ms:
+        return
+    data = bytearray(batch.data)
+    _ATTRIBUTES_AND_TIMESTAMPS.pack_into(data, _ATTRIBUTES_OFFSET, attributes)
+    _TIMESTAMP.pack_into(data, _MAX_TIMESTAMP_OFFSET, now_ms)
+    struct.pack_into(">I", data, _CRC_OFFSET, crc32c(memoryview(data)[_ATTRIBUTES_OFFSET:]))
+    batch.data = memoryview(data)
+    batch.attributes = attributes
+    batch.max_timestamp = now_ms
 
 
 def batch_prefix(base_offset: int, batch: memoryview, leader_epoch: int) -> bytes:
