@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -108,6 +109,7 @@ class MockCluster:
         )
         self.conformance = ConformanceTracker(self.on_loop)
         self.admin: AdminServer | None = None
+        self._retention_task: asyncio.Task[None] | None = None
         first_id = self.config.get_int("node.id")
         self.brokers = [
             BrokerServer(
@@ -143,6 +145,7 @@ class MockCluster:
         try:
             for broker in self.brokers:
                 await broker.start()
+            self._retention_task = asyncio.get_running_loop().create_task(self._check_retention())
             admin_port = self.config.get_int("admin.port")
             if admin_port >= 0:
                 from broker.harness.admin_http import AdminServer  # aiohttp only when asked for
@@ -155,6 +158,9 @@ class MockCluster:
         return self
 
     async def stop(self) -> None:
+        if self._retention_task is not None:
+            self._retention_task.cancel()
+            self._retention_task = None
         if self.admin is not None:
             await self.admin.stop()
         # Parked joins and syncs are answered first, so no broker waits out its grace period.
@@ -171,6 +177,16 @@ class MockCluster:
         self.quotas.close()
         self.credentials.close()
         self.configs.close()
+
+    async def _check_retention(self) -> None:
+        """Kafka's log retention check: every `log.retention.check.interval.ms`, batches
+        past their topic's retention.ms go, even from partitions nobody appends to."""
+        while True:
+            await asyncio.sleep(max(1, self.state.config.get_int("log.retention.check.interval.ms")) / 1000)
+            now_ms = int(time.time() * 1000)
+            for topic in list(self.state.topics.values()):
+                for partition in topic.partitions:
+                    partition.log.enforce_retention_ms(now_ms)
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()

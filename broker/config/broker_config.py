@@ -32,6 +32,7 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "num.partitions": ("1", "int", "partitions of auto-created topics and of CreateTopics with -1"),
     "default.replication.factor": ("1", "int", "replication factor of auto-created topics"),
     "log.retention.bytes": ("-1", "long", "bytes kept per partition (-1: unbounded)"),
+    "log.retention.check.interval.ms": ("300000", "long", "how often batches past retention.ms are deleted"),
     "message.max.bytes": ("1048588", "int", "largest record batch accepted"),
     "min.insync.replicas": ("1", "int", "in-sync replicas an acks=all produce needs"),
     "socket.request.max.bytes": ("104857600", "int", "largest request frame accepted"),

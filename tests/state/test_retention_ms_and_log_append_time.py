@@ -117,3 +117,24 @@ def test_retention_ms_per_batch_stops_at_first_young_batch() -> None:
     assert log.enforce_retention_ms(2500) == 0  # 2500 - 2000 <= 1000
     assert log.enforce_retention_ms(3001) == 1
     assert (log.log_start_offset, log.log_end_offset) == (3, 3)
+
+
+def test_retention_ms_is_checked_periodically_without_appends() -> None:
+    """log.retention.check.interval.ms: batches age out of a partition nobody writes to."""
+    config = {"group.initial.rebalance.delay.ms": "0", "log.retention.check.interval.ms": "100"}
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("ageing", partitions=1, config={"retention.ms": "1500"})
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, linger_ms=0)
+        for i in range(2):
+            producer.send("ageing", b"v%d" % i, partition=0).get(timeout=10)  # timestamped now
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers)
+        tp = TopicPartition("ageing", 0)
+        try:
+            assert consumer.beginning_offsets([tp])[tp] == 0  # young enough to stay for now
+            deadline = time.monotonic() + 15
+            while consumer.beginning_offsets([tp])[tp] != 2 and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert consumer.beginning_offsets([tp])[tp] == 2  # both batches aged out, unattended
+        finally:
+            consumer.close()
