@@ -75,3 +75,27 @@ def java_divide(dividend: float, divisor: float) -> float:
         if dividend == 0 or math.isnan(dividend):
             return math.nan
         return math.copysign(math.inf, dividend) * math.copysign(1.0, divisor)
+
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+
+
+def java_round(value: float) -> int:
+    """Math.round: the closest integer, halves up (Python's round() rounds them to even),
+    as a long: NaN is 0 and values beyond the long range saturate. x - floor(x) is exact
+    in binary64, so 0.49999999999999994 stays 0 as in Java 7+."""
+    if math.isnan(value):
+        return 0
+    if value >= LONG_MAX:
+        return LONG_MAX
+    if value <= LONG_MIN:
+        return LONG_MIN
+    floor = math.floor(value)
+    return floor + 1 if value - floor >= 0.5 else floor
+
+
+def java_int(value: int) -> int:
+    """A long narrowed to an int as Java's `(int)` and Scala's `.toInt` do: the low 32
+    bits, two's complement. Kafka narrows throttle times this way, so a throttle of
+    2^31 ms or more wraps (a negative one means no throttle at all)."""
+    return ((value + 2**31) & 0xFFFFFFFF) - 2**31

@@ -23,16 +23,15 @@ from quotas.callback import (
 )
 from quotas.connections import ConnectionQuotas
 from quotas.entity import IP, QuotaEntity
+from quotas.java import LONG_MAX, java_int
 from quotas.sensor import (
     DEFAULT_METRIC_CONFIG,
-    LONG_MAX,
     Combine,
     Metric,
     Rate,
     SampledStat,
     TokenBucket,
     WindowConfig,
-    java_int,
     throttle_time_ms,
     token_bucket_throttle_ms,
 )

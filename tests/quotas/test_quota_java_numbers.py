@@ -9,9 +9,9 @@ import math
 from quotas.callback import DefaultQuotaCallback, KafkaPrincipal
 from quotas.connections import Admission, ConnectionQuotas, Decision
 from quotas.entity import QuotaEntity
-from quotas.java import INT_MAX, java_d2i, java_divide, java_min
+from quotas.java import INT_MAX, LONG_MAX, java_d2i, java_divide, java_min
 from quotas.manager import QuotaManagers
-from quotas.sensor import LONG_MAX, TokenBucket, WindowConfig, throttle_time_ms, token_bucket_throttle_ms
+from quotas.sensor import TokenBucket, WindowConfig, throttle_time_ms, token_bucket_throttle_ms
 
 CONFIG = WindowConfig(samples=11, window_ms=1000)
 ALICE = KafkaPrincipal("User", "alice")
