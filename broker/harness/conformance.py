@@ -131,9 +131,12 @@ class ConformanceTracker(Observer):
         if ctx.header is None:
             return  # refused before decoding: its oddity is counted already
         connection = ctx.connection
-        checked = self._tags_checked.setdefault(connection, set())
-        if (ctx.api_key, ctx.api_version) not in checked and is_flexible(ctx.api_key, ctx.api_version):
-            checked.add((ctx.api_key, ctx.api_version))
+        checked = self._tags_checked.get(connection)
+        if checked is None:
+            checked = self._tags_checked[connection] = set()
+        version = (ctx.api_key, ctx.api_version)
+        if version not in checked and is_flexible(ctx.api_key, ctx.api_version):
+            checked.add(version)
             for path in unknown_tagged_fields(ctx.header) + unknown_tagged_fields(ctx.request):
                 self.oddity(connection, f"unknown tagged field {path} in v{ctx.api_version}")
         client = self._client(connection)
