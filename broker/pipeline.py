@@ -13,6 +13,10 @@ interceptors stand between the pipeline and the handler and may delay the reques
 answer part of it, force a throttle or close unanswered; observers see each finished
 request. The pipeline knows these seams, not what plugs into them: `MockCluster`
 registers the harness. With nothing registered a request pays one truth test per seam.
+
+A handler that raises is answered as KafkaApis.handleError answers: the request's error
+response with UNKNOWN_SERVER_ERROR per entry (error_responses.py), logged, the connection
+kept.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any, Protocol
 
 from broker import throttling
 from broker.context import BrokerView, ConnectionView, RequestContext
+from broker.error_responses import error_response
 from broker.handlers import HANDLERS, HandlerSpec, api_versions
 from broker.security.sasl import IllegalSaslState
 from messages.registry import api_name
+from protocol.errors import ErrorCode
 from protocol.headers import (
     MalformedRequest,
     decode_body,
@@ -171,9 +177,7 @@ class RequestPipeline:
             self._close_unanswered(connection, ctx, exc)
             return None
         except Exception:
-            log.exception("closing %s: handler for API key %d failed", connection.describe(), ctx.api_key)
-            connection.close()
-            return None
+            result = self._failed(connection, ctx)
         if inspect.iscoroutine(result):
             ctx.handler_ns, ctx.resumed_ns = time.monotonic_ns() - received_ns, None
             return self._finish(connection, ctx, result)
@@ -271,17 +275,33 @@ class RequestPipeline:
             self._close_unanswered(connection, ctx, exc)
             return
         except Exception:
-            log.exception("closing %s: handler for API key %d failed", connection.describe(), ctx.api_key)
-            connection.close()
-            return
+            response = self._failed(connection, ctx)
         self._respond(connection, ctx, response)
+
+    def _failed(self, connection: PipelineConnection, ctx: RequestContext) -> Any:
+        """KafkaApis.handleError, called while the handler's exception is handled: the
+        request is answered with UNKNOWN_SERVER_ERROR for each of its entries and pays
+        its request quota like any other; where Kafka has no error response (acks=0
+        produce, an API without error codes) the connection closes."""
+        log.exception("%s: handler for %s failed", connection.describe(), api_name(ctx.api_key))
+        ctx.quota_recorded = connection.sasl is not None  # whatever the handler recorded is moot
+        ctx.throttle_ms, ctx.throttled_by, ctx.encoded, ctx.error_code = 0, None, None, None
+        response = error_response(ctx, ErrorCode.UNKNOWN_SERVER_ERROR)
+        if response is None:
+            connection.close_after_response = True
+        return response
 
     def _respond(self, connection: PipelineConnection, ctx: RequestContext, response: Any) -> None:
         """Quotas, then the response at once with its throttle time, then the mute
         (KIP-219: whatever the version, the throttle is served by not reading)."""
         if connection.closed:
             return
-        throttling.finish_request(ctx)
+        try:
+            throttling.finish_request(ctx)
+        except Exception as exc:  # a quota callback failing: Kafka never answers, here it closes
+            log.exception("%s: request quota of %s failed", connection.describe(), api_name(ctx.api_key))
+            self._close_unanswered(connection, ctx, exc)
+            return
         quota_throttle_ms = ctx.throttle_ms
         if ctx.forced_throttle_ms > quota_throttle_ms:
             ctx.throttle_ms = ctx.forced_throttle_ms

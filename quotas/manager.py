@@ -116,7 +116,6 @@ class ClientQuotaManager:
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
         # Where a request is measured when the callback fails: no tags, no limit.
-        self._unlimited = ClientSensors({}, None, config, self.token_bucket)
         self.set_callback(callback)
 
     def set_callback(self, callback: ClientQuotaCallback) -> None:
@@ -138,31 +137,22 @@ class ClientQuotaManager:
 
     def sensors_for(self, principal: KafkaPrincipal, client_id: str, now_ms: int) -> ClientSensors:
         """The sensors this request is measured on (getOrCreateQuotaSensors). A callback
-        that raises is logged and the request is measured without a quota."""
-        try:
-            if self._may_reset and self.callback.quota_reset_required(self.quota_type):
-                self.refresh_limits()
-            if self._cache_tags:
-                sensors = self._resolved.get((principal, client_id))
-                if sensors is not None:
-                    return sensors
-            tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
-            key = tuple(tags.items())
-            sensors = self.sensors.get(key)
-            if sensors is None:
-                bound = self.callback.quota_limit(self.quota_type, tags)
-                self._created_since_expiry += 1
-                if self._created_since_expiry >= 1000:
-                    self._expire_inactive(now_ms)
-                sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
-        except Exception:
-            log.exception(
-                "%s quota callback failed for %s, client id %r: no quota",
-                self.quota_type.name,
-                principal,
-                client_id,
-            )
-            return self._unlimited
+        that raises fails the request, as in Kafka."""
+        if self._may_reset and self.callback.quota_reset_required(self.quota_type):
+            self.refresh_limits()
+        if self._cache_tags:
+            sensors = self._resolved.get((principal, client_id))
+            if sensors is not None:
+                return sensors
+        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+        key = tuple(tags.items())
+        sensors = self.sensors.get(key)
+        if sensors is None:
+            bound = self.callback.quota_limit(self.quota_type, tags)
+            self._created_since_expiry += 1
+            if self._created_since_expiry >= 1000:
+                self._expire_inactive(now_ms)
+            sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
         if self._cache_tags:
             self._resolved[(principal, client_id)] = sensors
         return sensors
@@ -209,12 +199,8 @@ class ClientQuotaManager:
         narrows it to an int)."""
         if not self.enabled:
             return math.inf
-        try:
-            tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
-            limit = self.callback.quota_limit(self.quota_type, tags)
-        except Exception:
-            log.exception("%s quota callback failed for %s: no quota", self.quota_type.name, principal)
-            return math.inf
+        tags = self.callback.quota_metric_tags(self.quota_type, principal, client_id)
+        limit = self.callback.quota_limit(self.quota_type, tags)
         if limit is None:
             return math.inf
         window_ms = self.config.window_ms

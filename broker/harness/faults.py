@@ -25,6 +25,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, TypeVar
 
 from broker.context import RequestContext
+from broker.error_responses import (
+    Level,
+    Selection,
+    add_errors,
+    copy_message,
+    entries_of,
+    has_field,
+    level_for,
+)
 from broker.handlers import HANDLERS
 from broker.pipeline import CloseConnection, Handler
 from protocol.api_keys import ApiKey
@@ -32,72 +41,6 @@ from protocol.api_keys import ApiKey
 T = TypeVar("T")
 MAX_INT32 = 2**31 - 1
 OnLoop = Callable[[Callable[[], T]], T]
-
-
-@dataclass(frozen=True, slots=True)
-class Level:
-    """How one array of a request is mirrored into its response: `request` arrays hold
-    the entries, `response` is the array answering them, `keys` copies (response field,
-    request field) from each entry ("" takes a bare string element), `inner` is the
-    partition level beneath a topic level."""
-
-    request: tuple[str, ...]
-    response: str
-    keys: tuple[tuple[str, str], ...]
-    inner: Level | None = None
-    topics: bool = False  # entries name topics (so topic and partition filters apply)
-
-
-def _topics(request: str, response: str, inner: Level | None = None, *keys: tuple[str, str]) -> Level:
-    return Level((request,), response, keys or (("name", "name"), ("topic_id", "topic_id")), inner, True)
-
-
-_PARTITION = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
-LEVELS: dict[int, Level] = {
-    ApiKey.PRODUCE: _topics(
-        "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
-    ),
-    ApiKey.FETCH: _topics(
-        "topics",
-        "responses",
-        Level(("partitions",), "partitions", (("partition_index", "partition"),)),
-        ("topic", "topic"),
-        ("topic_id", "topic_id"),
-    ),
-    ApiKey.LIST_OFFSETS: _topics("topics", "topics", _PARTITION, ("name", "name")),
-    ApiKey.METADATA: _topics("topics", "topics"),
-    ApiKey.OFFSET_COMMIT: _topics("topics", "topics", _PARTITION),
-    ApiKey.DESCRIBE_GROUPS: Level(("groups",), "groups", (("group_id", ""),)),
-    ApiKey.CREATE_TOPICS: _topics("topics", "topics", None, ("name", "name")),
-    ApiKey.DELETE_TOPICS: _topics("topics", "responses"),
-    ApiKey.DESCRIBE_CONFIGS: Level(
-        ("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.ALTER_CONFIGS: Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.CREATE_PARTITIONS: _topics("topics", "results", None, ("name", "name")),
-    ApiKey.DELETE_GROUPS: Level(("groups_names",), "results", (("group_id", ""),)),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.ALTER_CLIENT_QUOTAS: Level(("entries",), "entries", (("entity", "entity"),)),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
-}
-# Versions whose entries live elsewhere than LEVELS says.
-_OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
-_GROUPED_OFFSET_FETCH = Level(("groups",), "groups", (("group_id", "group_id"),))
-_COORDINATOR_KEYS = Level(("coordinator_keys",), "coordinators", (("key", ""),))
-
-
-def level_for(api_key: int, version: int) -> Level | None:
-    if api_key == ApiKey.DELETE_TOPICS and version < 6:
-        return _OLD_DELETE_TOPICS
-    if api_key == ApiKey.OFFSET_FETCH and version >= 8:
-        return _GROUPED_OFFSET_FETCH
-    if api_key == ApiKey.FIND_COORDINATOR and version >= 4:
-        return _COORDINATOR_KEYS
-    return LEVELS.get(api_key)
 
 
 @dataclass(slots=True)
@@ -282,7 +225,7 @@ class FaultInjector:
     def forced_throttle_ms(self, ctx: RequestContext, response: Any) -> int:
         """The throttle a throttle rule puts on this response (0: none), counting it."""
         for fault in self.throttles:
-            if fault._matches(ctx.node_id, ctx.api_key, ctx.client_id) and _has_field(
+            if fault._matches(ctx.node_id, ctx.api_key, ctx.client_id) and has_field(
                 response, "throttle_time_ms"
             ):
                 self._fired(fault)
@@ -319,19 +262,9 @@ async def _delayed(ctx: RequestContext, delay_s: float, answer: Callable[[], Any
     return await result if inspect.iscoroutine(result) else result
 
 
-def _has_field(message: Any, name: str) -> bool:
-    found = type(message).fields.get(name) if message is not None else None
-    return found is not None and found.for_version_q(message.version)
-
-
-# An entry selected by a fault: the request entry and, for topic levels with partitions,
-# the partition entries selected (None: the whole entry).
-Selection = list[tuple[Any, list[Any] | None]]
-
-
 def _select(ctx: RequestContext, level: Level, request: Any, fault: Fault) -> Selection:
     selected: Selection = []
-    for entry in _entries(level, request):
+    for entry in entries_of(level, request):
         topic = _topic_name(ctx, entry) if level.topics else None
         if fault.topic is not None and fault.topic != topic:
             continue
@@ -346,16 +279,12 @@ def _select(ctx: RequestContext, level: Level, request: Any, fault: Fault) -> Se
     return selected
 
 
-def _entries(level: Level, request: Any) -> list[Any]:
-    return [e for name in level.request for e in getattr(request, name, None) or ()]
-
-
 def _naming_all_topics(ctx: RequestContext, request: Any) -> Any:
     """A Metadata request for all topics, as one that names each, so that a fault can
     answer for some of them."""
     entry = type(request).fields["topics"].data_class
     topics = [entry(version=None, name=t.name, topic_id=t.topic_id) for t in ctx.cluster.topics.values()]
-    return _copy(request, topics=topics)
+    return copy_message(request, topics=topics)
 
 
 def _topic_name(ctx: RequestContext, entry: Any) -> str | None:
@@ -385,8 +314,10 @@ def _answer(
     if level is None:
         if ctx.api_key == ApiKey.API_VERSIONS:
             ctx.api_version = 0  # an ApiVersions error is answered in v0, as KIP-511 has it
-        if not _has_field(ctx.response(), "error_code"):
-            raise CloseConnection(f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code")
+        if not has_field(ctx.response(), "error_code"):
+            raise CloseConnection(
+                f"fault {fault.id}: API key {ctx.api_key} v{ctx.api_version} has no error code"
+            )
         return ctx.response(error_code=fault.error_code)
     rest = _without(ctx, level, request, selected)
     result = handler(ctx, rest) if rest is not None else ctx.response()
@@ -408,7 +339,7 @@ def _with_errors(ctx: RequestContext, response: Any, level: Level, selected: Sel
         return None
     ctx.encoded = None  # a body the handler encoded lacks these entries
     ctx.error_code = None  # the metrics row and the report count them from the response
-    return _add_errors(response, level, selected, code)
+    return add_errors(response, level, selected, code)
 
 
 def _without(ctx: RequestContext, level: Level, request: Any, selected: Selection) -> Any:
@@ -433,96 +364,10 @@ def _without(ctx: RequestContext, level: Level, request: Any, selected: Selectio
                 partitions = [p for p in getattr(entry, inner_name) if id(p) not in some[id(entry)]]
                 if not partitions:
                     continue
-                entry = _copy(entry, **{inner_name: partitions})
+                entry = copy_message(entry, **{inner_name: partitions})
             kept.append(entry)
         changes[name] = kept
         left += len(kept)
     if ctx.api_key == ApiKey.METADATA:
-        return _copy(request, **changes)
-    return _copy(request, **changes) if left else None
-
-
-def _copy(message: Any, **changes: Any) -> Any:
-    values = {
-        f.name: getattr(message, f.name)
-        for f in type(message).fields.values()
-        if f.for_version_q(message.version)
-    }
-    return type(message)(version=message.version, **{**values, **changes})
-
-
-def _add_errors(response: Any, level: Level, selected: Selection, code: int) -> Any:
-    # A fresh list: an unset array field reads as the schema default, one list shared by all.
-    array = list(getattr(response, level.response, None) or ())
-    setattr(response, level.response, array)
-    entry_class = type(response).fields[level.response].data_class
-    for entry, partitions in selected:
-        answer = _mirror(entry_class, level, entry, code)
-        if partitions is not None and level.inner is not None:
-            existing = next((a for a in array if _same(a, answer, level)), None)
-            inner_class = entry_class.fields[level.inner.response].data_class
-            errors = [_mirror(inner_class, level.inner, p, code) for p in partitions]
-            if existing is not None:
-                setattr(existing, level.inner.response, [*getattr(existing, level.inner.response), *errors])
-                continue
-            setattr(answer, level.inner.response, errors)
-        elif level.inner is not None:
-            inner_class = entry_class.fields[level.inner.response].data_class
-            partitions_of = getattr(entry, level.inner.request[0], None) or []
-            setattr(
-                answer,
-                level.inner.response,
-                [_mirror(inner_class, level.inner, p, code) for p in partitions_of],
-            )
-        array.append(answer)
-    return response
-
-
-def _mirror(entry_class: Any, level: Level, entry: Any, code: int) -> Any:
-    """The response entry answering `entry` with `code` (other fields at their defaults,
-    offsets and watermarks at -1 as Kafka's error responses have them)."""
-    answer = entry_class(version=None)
-    for response_field, request_field in level.keys:
-        if response_field not in entry_class.fields:
-            continue
-        if isinstance(entry, str):  # a bare name: it fills the first key
-            value: Any = entry if response_field == level.keys[0][0] else None
-        else:
-            value = getattr(entry, request_field, None) if request_field else entry
-        if isinstance(value, list) and entry_class.fields[response_field].is_struct_array():
-            target = entry_class.fields[response_field].data_class
-            value = [target(version=None, **_plain(item, target)) for item in value]
-        setattr(answer, response_field, value)
-    fields = entry_class.fields
-    if "error_code" in fields:
-        answer.error_code = code
-    for name in _UNKNOWN_AS_MINUS_ONE:
-        if name in fields:
-            setattr(answer, name, -1)
-    return answer
-
-
-# Offsets, watermarks and coordinators an error entry does not know, as Kafka sends them.
-_UNKNOWN_AS_MINUS_ONE = (
-    "base_offset",
-    "log_append_time_ms",
-    "log_start_offset",
-    "high_watermark",
-    "last_stable_offset",
-    "offset",
-    "committed_offset",
-    "node_id",
-    "port",
-)
-
-
-def _plain(item: Any, target: Any) -> dict[str, Any]:
-    return {name: getattr(item, name) for name in target.fields if name in type(item).fields}
-
-
-def _same(answer: Any, other: Any, level: Level) -> bool:
-    return all(
-        getattr(answer, field, None) == getattr(other, field, None)
-        for field, _ in level.keys
-        if getattr(other, field, None) is not None
-    )
+        return copy_message(request, **changes)
+    return copy_message(request, **changes) if left else None

@@ -5,14 +5,17 @@ Frames here are built by hand with `struct`, independently of kafka-python's cod
 
 from __future__ import annotations
 
+import dataclasses
 import socket
 import struct
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker import MockCluster
 from broker.harness.wire import read_frame
+from protocol.api_keys import ApiKey
 
 
 def connect(cluster: MockCluster) -> socket.socket:
@@ -116,3 +119,50 @@ def test_pipelined_requests_answered_in_order(sync_cluster: MockCluster) -> None
         sock.sendall(b"".join(request_frame(18, 0, cid) for cid in range(100, 150)))
         answered = [parse_api_versions_v0(read_frame(sock))[0] for _ in range(50)]
     assert answered == list(range(100, 150))
+
+
+# -- a handler that fails ------------------------------------------------------------------
+def _failing(cluster: MockCluster, api_key: int) -> None:
+    """Every broker's handler for `api_key` raises, as a bug would."""
+
+    def explode(ctx: object, request: object) -> object:
+        raise RuntimeError("handler bug")
+
+    for broker in cluster.brokers:
+        spec = broker.pipeline.handlers[api_key]
+        broker.pipeline.handlers = {
+            **broker.pipeline.handlers,
+            api_key: dataclasses.replace(spec, handler=explode),
+        }
+
+
+def test_a_failing_handler_answers_unknown_server_error_per_entry(
+    sync_cluster: MockCluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    """KafkaApis.handleError: the request's error response, each topic answered with
+    UNKNOWN_SERVER_ERROR, and the connection stays usable."""
+    _failing(sync_cluster, ApiKey.CREATE_TOPICS)
+    admin = AdminClient({"bootstrap.servers": sync_cluster.bootstrap_servers})
+    futures = admin.create_topics([NewTopic("a", 1, 1), NewTopic("b", 1, 1)])
+    for future in futures.values():
+        with pytest.raises(KafkaException) as failed:
+            future.result(10)
+        assert failed.value.args[0].code() == KafkaError.UNKNOWN
+    assert admin.list_topics(timeout=10).cluster_id == sync_cluster.state.cluster_id  # still served
+    assert "handler bug" in caplog.text
+
+
+def test_a_failing_acks0_produce_closes_the_connection(sync_cluster: MockCluster) -> None:
+    """ProduceRequest.getErrorResponse is null for acks=0: Kafka closes the connection."""
+    _failing(sync_cluster, ApiKey.PRODUCE)
+    records = struct.pack(">i", 0)  # the handler never looks
+    body = (
+        struct.pack(">hhii", -1, 0, 1000, 1)
+        + struct.pack(">h", 1)
+        + b"t"
+        + struct.pack(">ii", 1, 0)
+        + records
+    )
+    with connect(sync_cluster) as sock:
+        sock.sendall(request_frame(ApiKey.PRODUCE, 3, 1, body))
+        assert_closed(sock)

@@ -1,27 +1,30 @@
 """KIP-257 through the broker: `client.quota.callback.class` loaded from a dotted path,
 configured with every broker config; notified of quota changes and cluster metadata;
-asked quota_reset_required per request; a callback that raises costs that request its
-quota, never the broker. And the two shipped callbacks' limits."""
+asked quota_reset_required per request; a callback that raises fails that request as
+Kafka fails it, never the broker. And the two shipped callbacks' limits."""
 
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka import errors as KafkaErrors
 from kafka.admin import ConfigResource as KpResource
 from kafka.admin import ConfigResourceType, NewPartitions, NewTopic
 from kafka.protocol.admin import AlterClientQuotasRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.metadata import ApiVersionsRequest
 
 from broker import MockCluster
+from broker.harness.wire import encode_request
 from quotas.callback import (
     CALLBACK_CONFIG,
     CallbackError,
-    ClientQuotaCallback,
     ClientQuotaEntity,
     ClientQuotaType,
     Cluster,
@@ -67,14 +70,18 @@ class RecordingCallback(DefaultQuotaCallback):
         return False
 
 
-class RaisingCallback(ClientQuotaCallback):
+class RaisingCallback(DefaultQuotaCallback):
+    """Kafka's default, except for two client ids: "broken-produce" (its produce quota
+    fails) and "broken-all" (every quota fails, the request quota included)."""
+
     def quota_metric_tags(
         self, quota_type: ClientQuotaType, principal: KafkaPrincipal, client_id: str
     ) -> dict[str, str]:
-        raise RuntimeError("tags exploded")
-
-    def quota_limit(self, quota_type: ClientQuotaType, metric_tags: Mapping[str, str]) -> float | None:
-        raise RuntimeError("limit exploded")
+        if client_id == "broken-all" or (
+            client_id == "broken-produce" and quota_type is ClientQuotaType.PRODUCE
+        ):
+            raise RuntimeError("tags exploded")
+        return super().quota_metric_tags(quota_type, principal, client_id)
 
 
 class ResettingCallback(DefaultQuotaCallback):
@@ -205,16 +212,52 @@ def test_callback_sees_quota_and_metadata_changes_in_order(recording_cluster: Mo
 
 
 # -- failures and resets --------------------------------------------------------------------
-def test_a_raising_callback_costs_the_request_its_quota_not_the_broker(
+def test_a_raising_produce_quota_fails_the_produce_after_the_append(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """KafkaApis records the produce quota in the response callback, after the append:
+    the callback's exception makes the response UNKNOWN_SERVER_ERROR for every
+    partition while the records are in the log. Other clients are unaffected."""
     with MockCluster(config={"client.quota.callback.class": f"{HERE}.RaisingCallback"}) as cluster:
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers})
-        for _ in range(20):
-            producer.produce("unharmed", b"x" * 1000)
-        assert producer.flush(10) == 0
+        cluster.create_topic("harmed", 2)
+        broken = KafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers, client_id="broken-produce", retries=0
+        )
+        try:
+            with pytest.raises(KafkaErrors.UnknownError):
+                broken.send("harmed", b"x", partition=1).get(timeout=10)
+        finally:
+            broken.close(timeout=5)
         assert "tags exploded" in caplog.text
-        assert cluster.state.topics["unharmed"].partitions[0].log.log_end_offset == 20
+        assert cluster.state.topics["harmed"].partitions[1].log.log_end_offset == 1
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "client.id": "fine"})
+        for _ in range(20):
+            producer.produce("harmed", b"x" * 1000, partition=0)
+        assert producer.flush(10) == 0
+        assert cluster.state.topics["harmed"].partitions[0].log.log_end_offset == 20
+
+
+def test_a_raising_request_quota_leaves_the_request_unanswered(caplog: pytest.LogCaptureFixture) -> None:
+    """When the request quota's callback raises too, Kafka's error path fails as well
+    and no response is ever sent; here the connection is closed (so the client retries
+    at once instead of waiting out its request timeout). The broker serves others."""
+    with MockCluster(config={"client.quota.callback.class": f"{HERE}.RaisingCallback"}) as cluster:
+        host, port = cluster.bootstrap_servers.split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            sock.sendall(
+                encode_request(
+                    ApiVersionsRequest[3](client_software_name="t", client_software_version="1"),
+                    1,
+                    "broken-all",
+                )
+            )
+            assert sock.recv(4) == b""  # closed, unanswered
+        assert "tags exploded" in caplog.text
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, client_id="fine")
+        try:
+            assert admin.describe_cluster()["cluster_id"] == cluster.state.cluster_id
+        finally:
+            admin.close()
 
 
 def test_quota_reset_required_refreshes_live_limits() -> None:

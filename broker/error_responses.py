@@ -1,0 +1,203 @@
+"""Error responses built from the request they answer, as Kafka's
+`AbstractRequest.getErrorResponse` builds them: each topic, partition, group or resource
+the request names is answered with the error code, mirrored field by field.
+
+The pipeline answers a request whose handler failed this way (UNKNOWN_SERVER_ERROR, or
+the error the failure carries); fault injection answers the entries a rule selects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from protocol.api_keys import ApiKey
+
+if TYPE_CHECKING:
+    from broker.context import RequestContext
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """How one array of a request is mirrored into its response: `request` arrays hold
+    the entries, `response` is the array answering them, `keys` copies (response field,
+    request field) from each entry ("" takes a bare string element), `inner` is the
+    partition level beneath a topic level."""
+
+    request: tuple[str, ...]
+    response: str
+    keys: tuple[tuple[str, str], ...]
+    inner: Level | None = None
+    topics: bool = False  # entries name topics (so topic and partition filters apply)
+
+
+def _topics(request: str, response: str, inner: Level | None = None, *keys: tuple[str, str]) -> Level:
+    return Level((request,), response, keys or (("name", "name"), ("topic_id", "topic_id")), inner, True)
+
+
+_PARTITION = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
+LEVELS: dict[int, Level] = {
+    ApiKey.PRODUCE: _topics(
+        "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
+    ),
+    ApiKey.FETCH: _topics(
+        "topics",
+        "responses",
+        Level(("partitions",), "partitions", (("partition_index", "partition"),)),
+        ("topic", "topic"),
+        ("topic_id", "topic_id"),
+    ),
+    ApiKey.LIST_OFFSETS: _topics("topics", "topics", _PARTITION, ("name", "name")),
+    ApiKey.METADATA: _topics("topics", "topics"),
+    ApiKey.OFFSET_COMMIT: _topics("topics", "topics", _PARTITION),
+    ApiKey.DESCRIBE_GROUPS: Level(("groups",), "groups", (("group_id", ""),)),
+    ApiKey.CREATE_TOPICS: _topics("topics", "topics", None, ("name", "name")),
+    ApiKey.DELETE_TOPICS: _topics("topics", "responses"),
+    ApiKey.DESCRIBE_CONFIGS: Level(
+        ("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    ApiKey.ALTER_CONFIGS: Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    ApiKey.CREATE_PARTITIONS: _topics("topics", "results", None, ("name", "name")),
+    ApiKey.DELETE_GROUPS: Level(("groups_names",), "results", (("group_id", ""),)),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    ),
+    ApiKey.ALTER_CLIENT_QUOTAS: Level(("entries",), "entries", (("entity", "entity"),)),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
+}
+# Versions whose entries live elsewhere than LEVELS says.
+_OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
+_GROUPED_OFFSET_FETCH = Level(("groups",), "groups", (("group_id", "group_id"),))
+_COORDINATOR_KEYS = Level(("coordinator_keys",), "coordinators", (("key", ""),))
+
+
+def level_for(api_key: int, version: int) -> Level | None:
+    if api_key == ApiKey.DELETE_TOPICS and version < 6:
+        return _OLD_DELETE_TOPICS
+    if api_key == ApiKey.OFFSET_FETCH and version >= 8:
+        return _GROUPED_OFFSET_FETCH
+    if api_key == ApiKey.FIND_COORDINATOR and version >= 4:
+        return _COORDINATOR_KEYS
+    return LEVELS.get(api_key)
+
+
+# An entry selected by a fault: the request entry and, for topic levels with partitions,
+# the partition entries selected (None: the whole entry).
+Selection = list[tuple[Any, list[Any] | None]]
+
+
+def copy_message(message: Any, **changes: Any) -> Any:
+    values = {
+        f.name: getattr(message, f.name)
+        for f in type(message).fields.values()
+        if f.for_version_q(message.version)
+    }
+    return type(message)(version=message.version, **{**values, **changes})
+
+
+def add_errors(response: Any, level: Level, selected: Selection, code: int) -> Any:
+    # A fresh list: an unset array field reads as the schema default, one list shared by all.
+    array = list(getattr(response, level.response, None) or ())
+    setattr(response, level.response, array)
+    entry_class = type(response).fields[level.response].data_class
+    for entry, partitions in selected:
+        answer = _mirror(entry_class, level, entry, code)
+        if partitions is not None and level.inner is not None:
+            existing = next((a for a in array if _same(a, answer, level)), None)
+            inner_class = entry_class.fields[level.inner.response].data_class
+            errors = [_mirror(inner_class, level.inner, p, code) for p in partitions]
+            if existing is not None:
+                setattr(existing, level.inner.response, [*getattr(existing, level.inner.response), *errors])
+                continue
+            setattr(answer, level.inner.response, errors)
+        elif level.inner is not None:
+            inner_class = entry_class.fields[level.inner.response].data_class
+            partitions_of = getattr(entry, level.inner.request[0], None) or []
+            setattr(
+                answer,
+                level.inner.response,
+                [_mirror(inner_class, level.inner, p, code) for p in partitions_of],
+            )
+        array.append(answer)
+    return response
+
+
+def _mirror(entry_class: Any, level: Level, entry: Any, code: int) -> Any:
+    """The response entry answering `entry` with `code` (other fields at their defaults,
+    offsets and watermarks at -1 as Kafka's error responses have them)."""
+    answer = entry_class(version=None)
+    for response_field, request_field in level.keys:
+        if response_field not in entry_class.fields:
+            continue
+        if isinstance(entry, str):  # a bare name: it fills the first key
+            value: Any = entry if response_field == level.keys[0][0] else None
+        else:
+            value = getattr(entry, request_field, None) if request_field else entry
+        if isinstance(value, list) and entry_class.fields[response_field].is_struct_array():
+            target = entry_class.fields[response_field].data_class
+            value = [target(version=None, **_plain(item, target)) for item in value]
+        setattr(answer, response_field, value)
+    fields = entry_class.fields
+    if "error_code" in fields:
+        answer.error_code = code
+    for name in _UNKNOWN_AS_MINUS_ONE:
+        if name in fields:
+            setattr(answer, name, -1)
+    return answer
+
+
+# Offsets, watermarks and coordinators an error entry does not know, as Kafka sends them.
+_UNKNOWN_AS_MINUS_ONE = (
+    "base_offset",
+    "log_append_time_ms",
+    "log_start_offset",
+    "high_watermark",
+    "last_stable_offset",
+    "offset",
+    "committed_offset",
+    "node_id",
+    "port",
+)
+
+
+def _plain(item: Any, target: Any) -> dict[str, Any]:
+    return {name: getattr(item, name) for name in target.fields if name in type(item).fields}
+
+
+def _same(answer: Any, other: Any, level: Level) -> bool:
+    return all(
+        getattr(answer, field, None) == getattr(other, field, None)
+        for field, _ in level.keys
+        if getattr(other, field, None) is not None
+    )
+
+
+def has_field(message: Any, name: str) -> bool:
+    """Whether `message`'s version carries the field `name`."""
+    found = type(message).fields.get(name) if message is not None else None
+    return found is not None and found.for_version_q(message.version)
+
+
+def entries_of(level: Level, request: Any) -> list[Any]:
+    return [e for name in level.request for e in getattr(request, name, None) or ()]
+
+
+def error_response(ctx: RequestContext, code: int) -> Any | None:
+    """The response answering every entry of `ctx.request` with `code`, and the top-level
+    error code where the response has one. None where Kafka sends nothing: an acks=0
+    produce, or an API whose response has no error code at all (Kafka closes the
+    connection then)."""
+    request = ctx.request
+    if ctx.api_key == ApiKey.PRODUCE and request.acks == 0:
+        return None
+    response = ctx.response()
+    top_level = has_field(response, "error_code")
+    if top_level:
+        response.error_code = code
+    level = level_for(ctx.api_key, ctx.api_version)
+    if level is None or (ctx.api_key == ApiKey.FETCH and ctx.api_version >= 13):
+        # Fetch v13+: the top-level error alone, no partitions (FetchRequest.getErrorResponse).
+        return response if top_level else None
+    return add_errors(response, level, [(entry, None) for entry in entries_of(level, request)], code)
