@@ -109,7 +109,7 @@ class MockCluster:
         )
         self.conformance = ConformanceTracker(self.on_loop)
         self.admin: AdminServer | None = None
-        self._retention_task: asyncio.Task[None] | None = None
+        self._log_tasks: list[asyncio.Task[None]] = []  # retention checks and the log cleaner
         first_id = self.config.get_int("node.id")
         self.brokers = [
             BrokerServer(
@@ -145,7 +145,11 @@ class MockCluster:
         try:
             for broker in self.brokers:
                 await broker.start()
-            self._retention_task = asyncio.get_running_loop().create_task(self._check_retention())
+            loop = asyncio.get_running_loop()
+            self._log_tasks = [
+                loop.create_task(self._check_retention()),
+                loop.create_task(self._clean_logs()),
+            ]
             admin_port = self.config.get_int("admin.port")
             if admin_port >= 0:
                 from broker.harness.admin_http import AdminServer  # aiohttp only when asked for
@@ -158,9 +162,9 @@ class MockCluster:
         return self
 
     async def stop(self) -> None:
-        if self._retention_task is not None:
-            self._retention_task.cancel()
-            self._retention_task = None
+        for task in self._log_tasks:
+            task.cancel()
+        self._log_tasks = []
         if self.admin is not None:
             await self.admin.stop()
         # Parked joins and syncs are answered first, so no broker waits out its grace period.
@@ -187,6 +191,17 @@ class MockCluster:
             for topic in list(self.state.topics.values()):
                 for partition in topic.partitions:
                     partition.log.enforce_retention_ms(now_ms)
+
+    async def _clean_logs(self) -> None:
+        """Kafka's log cleaner: every `log.cleaner.backoff.ms`, each compacted partition
+        that is due is cleaned (off the request path; only this decodes records)."""
+        while True:
+            await asyncio.sleep(max(1, self.state.config.get_int("log.cleaner.backoff.ms")) / 1000)
+            now_ms = int(time.time() * 1000)
+            for topic in list(self.state.topics.values()):
+                for partition in topic.partitions:
+                    if partition.log.compaction is not None:
+                        partition.log.clean(now_ms)
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()

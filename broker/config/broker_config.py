@@ -33,6 +33,7 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "default.replication.factor": ("1", "int", "replication factor of auto-created topics"),
     "log.retention.bytes": ("-1", "long", "bytes kept per partition (-1: unbounded)"),
     "log.retention.check.interval.ms": ("300000", "long", "how often batches past retention.ms are deleted"),
+    "log.cleaner.backoff.ms": ("15000", "long", "how often compacted partitions are checked for cleaning"),
     "message.max.bytes": ("1048588", "int", "largest record batch accepted"),
     "min.insync.replicas": ("1", "int", "in-sync replicas an acks=all produce needs"),
     "socket.request.max.bytes": ("104857600", "int", "largest request frame accepted"),

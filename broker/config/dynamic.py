@@ -50,9 +50,11 @@ from broker.config.topic_configs import (
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
     TOPIC_CONFIGS,
+    parse_list,
     topic_configs_error,
 )
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
+from broker.state.compaction import CompactionConfig
 from protocol.errors import ErrorCode
 from quotas.store import open_state_db
 
@@ -73,6 +75,13 @@ _LOG_KEYS = frozenset(
         "log.retention.minutes",
         "log.retention.hours",
         "log.message.timestamp.type",
+        "log.cleanup.policy",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.roll.ms",
+        "log.segment.bytes",
     }
 )
 
@@ -90,6 +99,19 @@ def _retention_ms(view: Any) -> int:
             number = int(value)
             return number if number < 0 else number * scale
     return -1
+
+
+def _topic_value(overrides: Mapping[str, str], view: Any, name: str) -> str:
+    """A topic config's effective value: the topic's override, else its broker synonym
+    as this broker sees it, else Kafka's default."""
+    if name in overrides:
+        return overrides[name]
+    config = TOPIC_CONFIGS[name]
+    if config.broker_synonym is not None:
+        found = view.get(config.broker_synonym)
+        if found is not None and found != "":
+            return str(found)
+    return config.default
 
 
 INT32 = (-(2**31), 2**31 - 1)
@@ -469,23 +491,34 @@ class DynamicConfigStore:
         time retention stays off (the broker config has no such default; Kafka's is 7 days)."""
         now_ms = int(time.time() * 1000)
         for topic in topics:
-            override = topic.configs.get("retention.bytes")
-            retention_ms_override = topic.configs.get("retention.ms")
-            timestamp_type = topic.configs.get("message.timestamp.type")
             for partition in topic.partitions:
                 leader = self._brokers.get(partition.leader)
                 view = leader[1] if leader is not None else self.cluster_view
+
+                def value(name: str, overrides: Mapping[str, str] = topic.configs, view: Any = view) -> str:
+                    return _topic_value(overrides, view, name)
+
                 plog = partition.log
-                plog.retention_bytes = int(
-                    override if override is not None else view.get_str("log.retention.bytes")
-                )
+                policy = parse_list(value("cleanup.policy"))
+                deletes = "delete" in policy  # compact alone: no size or time retention, as Kafka
+                plog.retention_bytes = int(value("retention.bytes")) if deletes else -1
+                override = topic.configs.get("retention.ms")
                 plog.retention_ms = (
-                    int(retention_ms_override) if retention_ms_override is not None else _retention_ms(view)
+                    (int(override) if override is not None else _retention_ms(view)) if deletes else -1
                 )
-                kind = (
-                    timestamp_type if timestamp_type is not None else view.get("log.message.timestamp.type")
+                plog.log_append_time = value("message.timestamp.type") == "LogAppendTime"
+                plog.compaction = (
+                    CompactionConfig(
+                        int(value("delete.retention.ms")),
+                        int(value("min.compaction.lag.ms")),
+                        int(value("max.compaction.lag.ms")),
+                        float(value("min.cleanable.dirty.ratio")),
+                        int(value("segment.ms")),
+                        int(value("segment.bytes")),
+                    )
+                    if "compact" in policy
+                    else None
                 )
-                plog.log_append_time = kind == "LogAppendTime"
                 plog.enforce_retention_ms(now_ms)
 
     # -- Python API for harnesses ------------------------------------------------------

@@ -15,7 +15,7 @@ from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
 from broker.state.cluster import Partition, Topic
 from broker.state.log import SequenceError
-from broker.state.records import InvalidRecords, split_batches
+from broker.state.records import BatchInfo, InvalidRecords, UndecodableBatch, keyless_records, split_batches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -24,18 +24,20 @@ TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = TopicResult.PartitionProduceResponse
 LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch
 NodeEndpoint = ProduceResponse.NodeEndpoint
+RecordError = PartitionResult.BatchIndexAndErrorMessage
 
 
 def _append(
-    ctx: RequestContext, partition: Any, records: bytes | None, max_batch_bytes: int
-) -> tuple[int, int, str | None, int]:
-    """(error code, base offset, error message, log append time or -1) for one partition's records."""
+    ctx: RequestContext, topic: Topic, partition: Partition, records: bytes | None, max_batch_bytes: int
+) -> tuple[int, int, str | None, int, list[Any]]:
+    """(error code, base offset, error message, log append time or -1, KIP-467 record
+    errors) for one partition's records."""
     if records is None:
-        return ErrorCode.INVALID_RECORD, -1, "records are null", -1
+        return ErrorCode.INVALID_RECORD, -1, "records are null", -1, []
     try:
         batches = split_batches(records)
     except InvalidRecords as exc:
-        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc), -1
+        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc), -1, []
     for batch in batches:
         if batch.size > max_batch_bytes:
             return (
@@ -43,16 +45,45 @@ def _append(
                 -1,
                 f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
                 -1,
+                [],
             )
     log = partition.log
+    if log.compaction is not None:
+        refused = _keyless_records(topic, partition, batches)
+        if refused is not None:
+            return ErrorCode.INVALID_RECORD, -1, refused[0], -1, refused[1]
     # message.timestamp.type=LogAppendTime: the produce response's log_append_time_ms
     append_time = int(time.time() * 1000) if log.log_append_time else -1
     try:
         base_offset = log.append(batches, partition.leader_epoch, append_time)
     except SequenceError as exc:
-        return exc.code, -1, str(exc), -1
+        return exc.code, -1, str(exc), -1, []
     ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
-    return ErrorCode.NONE, base_offset, None, append_time
+    return ErrorCode.NONE, base_offset, None, append_time, []
+
+
+def _keyless_records(
+    topic: Topic, partition: Partition, batches: list[BatchInfo]
+) -> tuple[str, list[Any]] | None:
+    """LogValidator on a compacted topic: the first batch holding records without a key
+    fails the append, with one record error per such record (its index in the batch)."""
+    where = f"{topic.name}-{partition.index}"
+    for batch in batches:
+        try:
+            keyless = keyless_records(batch.data)
+        except UndecodableBatch as exc:
+            return f"records of {where} cannot be decoded: {exc}", []
+        if keyless:
+            text = f"Compacted topic cannot accept message without key in topic partition {where}."
+            shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index in keyless[:3])
+            message = (
+                f"One or more records have been rejected due to {len(keyless)} record errors in total, "
+                f"and only showing the first three errors at most: [{shown}]"
+            )
+            return message, [
+                RecordError(batch_index=index, batch_index_error_message=text) for index in keyless
+            ]
+    return None
 
 
 def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
@@ -95,6 +126,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         results = []
         for data in topic_data.partition_data:
             error, base_offset, message, append_time = topic_error, -1, None, -1
+            record_errors: list[Any] = []
             partition = None
             if acks not in (-1, 0, 1):
                 error = ErrorCode.INVALID_REQUIRED_ACKS
@@ -104,9 +136,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 error, message = _check_min_isr(ctx, topic, partition)
                 if error:
                     partition = None
-            if partition is not None:
-                error, base_offset, message, append_time = _append(
-                    ctx, partition, data.records, max_batch_bytes
+            if partition is not None and topic is not None:
+                error, base_offset, message, append_time, record_errors = _append(
+                    ctx, topic, partition, data.records, max_batch_bytes
                 )
             if error != ErrorCode.NONE:
                 failed = True
@@ -125,7 +157,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     base_offset=base_offset,
                     log_append_time_ms=append_time,
                     log_start_offset=partition.log.log_start_offset if partition is not None else -1,
-                    record_errors=[],
+                    record_errors=record_errors,
                     error_message=message,
                     **extra,
                 )

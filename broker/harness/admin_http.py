@@ -347,7 +347,9 @@ class AdminServer:
             self.cluster.broker(node_id)  # unknown: 404 with code 42, as /v1/brokers/{id} answers
             moved = self.cluster.move_leader(topic, partition, node_id)
         except ClusterError as exc:
-            unknown = exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or exc.message.startswith("Unknown broker")
+            unknown = exc.code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION or exc.message.startswith(
+                "Unknown broker"
+            )
             raise kafka_error(404 if unknown else 400, exc.code, exc.message) from None
         return _json(
             {

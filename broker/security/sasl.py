@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from broker.security.credentials import CredentialStore
 
 
-
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
@@ -87,7 +86,10 @@ class SaslSession:
         if api_key == ApiKey.API_VERSIONS and state is SaslState.HANDSHAKE_OR_VERSIONS:
             self.state = SaslState.HANDSHAKE
             return
-        if api_key == ApiKey.SASL_HANDSHAKE and state in (SaslState.HANDSHAKE_OR_VERSIONS, SaslState.HANDSHAKE):
+        if api_key == ApiKey.SASL_HANDSHAKE and state in (
+            SaslState.HANDSHAKE_OR_VERSIONS,
+            SaslState.HANDSHAKE,
+        ):
             return
         if api_key == ApiKey.SASL_AUTHENTICATE and state is SaslState.AUTHENTICATE:
             return

@@ -17,9 +17,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from broker.state.compaction import CompactionConfig, clean_batch, latest_offsets
 from broker.state.records import (
     BatchInfo,
     UndecodableBatch,
+    batch_max_timestamp,
     batch_prefix,
     record_timestamps,
     set_log_append_time,
@@ -49,6 +51,7 @@ class _StoredBatch:
     max_timestamp: int
     leader_epoch: int  # the partition's leader epoch when the batch was appended
     data: memoryview
+    delete_horizon_ms: int = -1  # compaction: when its tombstones may go (-1: not yet cleaned)
 
 
 @dataclass(slots=True)
@@ -68,6 +71,13 @@ class PartitionLog:
         # Both are set by the config layer (DynamicConfigs.apply_retention).
         self.retention_ms = retention_ms
         self.log_append_time = False
+        # cleanup.policy=compact: the cleaner's settings (None: not compacted), the
+        # cleaner's checkpoint, and the active segment, which is never cleaned.
+        self.compaction: CompactionConfig | None = None
+        self.first_dirty_offset = 0
+        self._active_base = 0
+        self._active_bytes = 0
+        self._active_rolling_ms = NO_TIMESTAMP
         self._batches: list[_StoredBatch] = []
         self._base_offsets: list[int] = []
         self._first = 0  # index of the first retained batch (trimmed lazily)
@@ -101,6 +111,8 @@ class PartitionLog:
         if append_time_ms >= 0:
             for batch in batches:
                 set_log_append_time(batch, append_time_ms)
+        if self.compaction is not None:
+            self._maybe_roll(batches)
         first_offset = self.log_end_offset
         for batch in batches:
             base = self.log_end_offset
@@ -119,6 +131,86 @@ class PartitionLog:
         for listener in self.append_listeners:
             listener()
         return first_offset
+
+    def _maybe_roll(self, batches: list[BatchInfo]) -> None:
+        """LogSegment.shouldRoll: a new active segment when the incoming batches would
+        overflow segment.bytes, or their timestamps are segment.ms past the segment's first."""
+        config = self.compaction
+        assert config is not None
+        incoming = sum(batch.size for batch in batches)
+        newest = max(batch.max_timestamp for batch in batches)
+        if self._active_bytes > 0 and (
+            self._active_bytes + incoming > config.segment_bytes
+            or (
+                self._active_rolling_ms != NO_TIMESTAMP
+                and newest - self._active_rolling_ms > config.segment_ms
+            )
+        ):
+            self._active_base, self._active_bytes = self.log_end_offset, 0
+            self._active_rolling_ms = NO_TIMESTAMP
+        if self._active_rolling_ms == NO_TIMESTAMP:
+            self._active_rolling_ms = batches[0].max_timestamp
+        self._active_bytes += incoming
+
+    def clean(self, now_ms: int) -> int:
+        """One pass of Kafka's log cleaner over this partition if it is due (see
+        compaction.py); returns how many records it removed."""
+        config = self.compaction
+        if config is None:
+            return 0
+        first = self._first
+        end_offset = max(self._active_base, self.log_start_offset)  # the active segment is never cleaned
+        end = bisect.bisect_left(self._base_offsets, end_offset, lo=first)
+        if config.min_compaction_lag_ms > 0:
+            for index in range(first, end):
+                if self._batches[index].max_timestamp > now_ms - config.min_compaction_lag_ms:
+                    end = index
+                    break
+        if end <= first:
+            return 0
+        cleanable = self._batches[first:end]
+        dirty = [b for b in cleanable if b.base_offset >= self.first_dirty_offset]
+        total_bytes = sum(len(b.data) for b in cleanable)
+        dirty_bytes = sum(len(b.data) for b in dirty)
+        due = (
+            (total_bytes and dirty_bytes / total_bytes > config.min_cleanable_ratio)
+            or (dirty and now_ms - dirty[0].max_timestamp > config.max_compaction_lag_ms)
+            or any(0 <= b.delete_horizon_ms <= now_ms for b in cleanable)
+        )
+        if not due:
+            return 0
+        try:
+            removed = self._clean(cleanable, latest_offsets(dirty), now_ms, config.delete_retention_ms)
+        except UndecodableBatch as exc:
+            self._warn_undecodable(exc)
+            return 0
+        self.first_dirty_offset = cleanable[-1].last_offset + 1
+        return removed
+
+    def _clean(
+        self, cleanable: list[_StoredBatch], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int
+    ) -> int:
+        last_of_producer = {state.recent[-1][2] for state in self._producers.values() if state.recent}
+        kept: list[_StoredBatch] = []
+        removed = 0
+        for stored in cleanable:
+            cleaned = clean_batch(stored, latest, stored.delete_horizon_ms, now_ms, delete_retention_ms)
+            stored.delete_horizon_ms = cleaned.delete_horizon_ms
+            removed += cleaned.records_before - cleaned.records_after
+            if cleaned.data is not None:
+                self.size_bytes += len(cleaned.data) - len(stored.data)
+                stored.data = memoryview(cleaned.data)
+                stored.max_timestamp = batch_max_timestamp(stored.data)
+            if cleaned.records_after == 0 and stored.base_offset not in last_of_producer:
+                self.size_bytes -= len(stored.data)
+                continue
+            kept.append(stored)
+        rest = self._batches[self._first + len(cleanable) :]
+        self._batches = kept + rest
+        self._base_offsets = [b.base_offset for b in self._batches]
+        self._first = 0
+        self._time_stamps, self._time_offsets, self._time_indexed_to = [], [], 0
+        return removed
 
     def _check_sequences(self, batches: list[BatchInfo]) -> int | None:
         batch = batches[0]

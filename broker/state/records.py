@@ -3,17 +3,19 @@
 Batches stay opaque bytes on the produce and fetch paths: only the 61-byte header is
 read, the CRC-32C is checked, and offsets and the leader epoch are assigned by rewriting
 baseOffset and partitionLeaderEpoch when the batch is served. Records are decoded (with
-kafka-python's decoder) only by `record_timestamps`, for ListOffsets' timestamp lookups.
+kafka-python's decoder and builder) only where Kafka must look inside: ListOffsets'
+timestamp lookups (`record_timestamps`), and for compacted topics the key check at
+produce (`keyless_records`) and the cleaner (`decode_records`, `rebuild_batch`).
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from crc32c import crc32c
-from kafka.record.default_records import DefaultRecordBatch
+from kafka.record.default_records import DefaultRecord, DefaultRecordBatch, DefaultRecordBatchBuilder
 
 BATCH_HEADER_SIZE = 61
 _LENGTH_OFFSET = 8  # baseOffset int64, then batchLength int32
@@ -22,6 +24,7 @@ _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21  # the CRC covers attributes..end
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_LAST_OFFSET_DELTA_OFFSET = 23
 _MAX_TIMESTAMP_OFFSET = 35  # after lastOffsetDelta int32 and baseTimestamp int64
 _ATTRIBUTES_AND_TIMESTAMPS = struct.Struct(">h")
 _TIMESTAMP = struct.Struct(">q")
@@ -129,6 +132,10 @@ def set_log_append_time(batch: BatchInfo, now_ms: int) -> None:
     batch.max_timestamp = now_ms
 
 
+def batch_max_timestamp(batch: memoryview) -> int:
+    return int(_TIMESTAMP.unpack_from(batch, _MAX_TIMESTAMP_OFFSET)[0])
+
+
 def batch_prefix(base_offset: int, batch: memoryview, leader_epoch: int) -> bytes:
     """The 16 bytes that replace a stored batch's first 16 when it is served.
 
@@ -149,3 +156,48 @@ def record_timestamps(batch: memoryview) -> Iterator[tuple[int, int]]:
             yield record.offset - base, record.timestamp
     except Exception as exc:  # kafka-python raises codec, struct and corrupt-record errors alike
         raise UndecodableBatch(f"{type(exc).__name__}: {exc}") from exc
+
+
+def decode_records(batch: memoryview) -> list[DefaultRecord]:
+    """The records of a batch (decompressed); their `offset` is the offset delta, as a
+    stored batch's base offset is 0. Raises UndecodableBatch."""
+    try:
+        return list(DefaultRecordBatch(batch))
+    except Exception as exc:
+        raise UndecodableBatch(f"{type(exc).__name__}: {exc}") from exc
+
+
+def keyless_records(batch: memoryview) -> list[int]:
+    """Indexes (within the batch) of the records without a key, for LogValidator's check
+    on compacted topics. Raises UndecodableBatch."""
+    return [index for index, record in enumerate(decode_records(batch)) if record.key is None]
+
+
+def rebuild_batch(original: memoryview, records: Sequence[DefaultRecord]) -> bytes:
+    """A batch holding only `records` of `original`, as Kafka's cleaner writes it
+    (MemoryRecords.filterTo): same producer state, attributes, compression and last
+    offset (so the producer's sequence numbers still line up), offsets kept, max
+    timestamp of the records left (the original for LogAppendTime). The base offset and
+    leader epoch are rewritten when served, as for any stored batch."""
+    info = split_batches(bytes(original))[0]
+    attributes = info.attributes
+    builder = DefaultRecordBatchBuilder(
+        2,
+        attributes & DefaultRecordBatch.CODEC_MASK,
+        bool(attributes & TRANSACTIONAL_FLAG),
+        info.producer_id,
+        info.producer_epoch,
+        info.base_sequence,
+        2**31 - 1,
+    )
+    for record in records:
+        builder.append(record.offset, record.timestamp, record.key, record.value, record.headers)
+    data = builder.build()
+    (built_attributes,) = _ATTRIBUTES_AND_TIMESTAMPS.unpack_from(data, _ATTRIBUTES_OFFSET)
+    kept_flags = attributes & (TIMESTAMP_TYPE_FLAG | CONTROL_FLAG)
+    _ATTRIBUTES_AND_TIMESTAMPS.pack_into(data, _ATTRIBUTES_OFFSET, built_attributes | kept_flags)
+    struct.pack_into(">i", data, _LAST_OFFSET_DELTA_OFFSET, info.last_offset_delta)
+    if attributes & TIMESTAMP_TYPE_FLAG or not records:
+        _TIMESTAMP.pack_into(data, _MAX_TIMESTAMP_OFFSET, info.max_timestamp)
+    struct.pack_into(">I", data, _CRC_OFFSET, crc32c(memoryview(data)[_ATTRIBUTES_OFFSET:]))
+    return bytes(data)

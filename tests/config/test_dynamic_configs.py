@@ -447,9 +447,9 @@ async def test_topic_configs_and_retention() -> None:
         assert topic.configs == {"retention.bytes": "500", "cleanup.policy": "delete,compact"}
         assert [p.log.retention_bytes for p in topic.partitions] == [500, 500]
         assert await run(
-            Alteration(TOPIC, "t", [ConfigOp("cleanup.policy", SET, "compact")], incremental=False)
+            Alteration(TOPIC, "t", [ConfigOp("cleanup.policy", SET, "delete")], incremental=False)
         ) == [None]
-        assert topic.configs == {"cleanup.policy": "compact"}
+        assert topic.configs == {"cleanup.policy": "delete"}
         assert [p.log.retention_bytes for p in topic.partitions] == [-1, -1]
         # Without a topic override, the partition leader's log.retention.bytes applies.
         leaders = [p.leader for p in topic.partitions]
