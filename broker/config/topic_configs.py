@@ -201,6 +201,8 @@ _RANGES: dict[str, tuple[int | None, int | None]] = {
     "message.timestamp.after.max.ms": (0, None),
     "local.retention.ms": (-2, None),
     "local.retention.bytes": (-2, None),
+    "compression.lz4.level": (1, 17),  # Lz4Compression.MIN_LEVEL..MAX_LEVEL
+    "compression.zstd.level": (-131072, 22),  # Zstd.minCompressionLevel()..maxCompressionLevel()
 }
 _INTEGER_RANGES = {"int": (-(2**31), 2**31 - 1), "long": (-(2**63), 2**63 - 1)}
 _JAVA_WHITESPACE = "".join(chr(c) for c in range(33))  # what String.trim() strips
@@ -291,6 +293,9 @@ def invalid_value_reason(name: str, value: str) -> str | None:
             return f"Invalid value {shown} for configuration {name}: Value must be at least {at_least}"
         if at_most is not None and parsed > at_most:
             return f"Invalid value {shown} for configuration {name}: Value must be no more than {at_most}"
+    if name == "compression.gzip.level" and parsed is not None and not (1 <= parsed <= 9 or parsed == -1):
+        # GzipCompression.LevelValidator: Deflater's BEST_SPEED..BEST_COMPRESSION or DEFAULT_COMPRESSION
+        return f"Invalid value {int(parsed)} for configuration {name}: Value must be between 1 and 9 or equal to -1"
     choices = _CHOICES.get(name)
     if choices is not None and trimmed not in choices:
         return (

@@ -142,6 +142,18 @@ def test_empty_list_configs_set_and_created(cluster: MockCluster, admin: AdminCl
             "conflict topic config setting min.compaction.lag.ms (10) > max.compaction.lag.ms (5)",
         ),
         (
+            [("compression.gzip.level", "0", SET)],
+            "Invalid value 0 for configuration compression.gzip.level: Value must be between 1 and 9 or equal to -1",
+        ),
+        (
+            [("compression.lz4.level", "18", SET)],
+            "Invalid value 18 for configuration compression.lz4.level: Value must be no more than 17",
+        ),
+        (
+            [("compression.zstd.level", "23", SET)],
+            "Invalid value 23 for configuration compression.zstd.level: Value must be no more than 22",
+        ),
+        (
             [("compression.type", "GZIP", SET)],
             "Invalid value GZIP for configuration compression.type: "
             "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer",
