@@ -19,6 +19,7 @@ from broker.security.credentials import CredentialStore
 from broker.security.sasl import SaslSession
 from broker.state.cluster import ClusterState
 from broker.state.groups import GroupCoordinator
+from broker.state.transactions import TransactionCoordinator
 from messages.registry import response_class
 from quotas.callback import KafkaPrincipal
 from quotas.manager import ClientQuotaManager, ClientSensors, QuotaManagers
@@ -35,6 +36,8 @@ class BrokerView(Protocol):
     def cluster(self) -> ClusterState: ...
     @property
     def groups(self) -> GroupCoordinator: ...
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
     @property
     def config(self) -> BrokerConfigView:
         """The broker's effective config (dynamic layers included)."""
@@ -145,6 +148,10 @@ class RequestContext:
     @property
     def groups(self) -> GroupCoordinator:
         return self.broker.groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.broker.transactions
 
     @property
     def node_id(self) -> int:

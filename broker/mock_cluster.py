@@ -28,6 +28,7 @@ from broker.security.tls import server_context
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, ClusterState, Partition, Topic
 from broker.state.groups import GroupCoordinator
+from broker.state.transactions import TransactionCoordinator
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
 
@@ -84,6 +85,7 @@ class MockCluster:
         # New partitions and moved leaders take retention from their leader's config.
         self.state.metadata_listeners.append(lambda: self.configs.apply_retention(self.state.topics.values()))
         self.groups = GroupCoordinator(self.state)
+        self.transactions = TransactionCoordinator(self.state, self.groups)
         self.quotas = QuotaAdmin(
             SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread
         )
@@ -109,13 +111,14 @@ class MockCluster:
         )
         self.conformance = ConformanceTracker(self.on_loop)
         self.admin: AdminServer | None = None
-        self._log_tasks: list[asyncio.Task[None]] = []  # retention checks and the log cleaner
+        self._log_tasks: list[asyncio.Task[None]] = []  # retention, log cleaner, transaction timeouts
         first_id = self.config.get_int("node.id")
         self.brokers = [
             BrokerServer(
                 first_id + i,
                 self.state,
                 self.groups,
+                self.transactions,
                 self.quotas,
                 self.credentials,
                 self.authorizer,
@@ -149,6 +152,7 @@ class MockCluster:
             self._log_tasks = [
                 loop.create_task(self._check_retention()),
                 loop.create_task(self._clean_logs()),
+                loop.create_task(self._abort_timed_out_transactions()),
             ]
             admin_port = self.config.get_int("admin.port")
             if admin_port >= 0:
@@ -191,6 +195,15 @@ class MockCluster:
             for topic in list(self.state.topics.values()):
                 for partition in topic.partitions:
                     partition.log.enforce_retention_ms(now_ms)
+
+    async def _abort_timed_out_transactions(self) -> None:
+        """Kafka's transaction coordinator: every
+        `transaction.abort.timed.out.transaction.cleanup.interval.ms`, transactions past
+        their timeout are aborted with a bumped epoch, fencing their producer."""
+        interval = self.state.config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
+        while True:
+            await asyncio.sleep(max(1, interval) / 1000)
+            self.transactions.abort_timed_out()
 
     async def _clean_logs(self) -> None:
         """Kafka's log cleaner: every `log.cleaner.backoff.ms`, each compacted partition

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from broker.security.authorizer import Authorizer
     from broker.security.credentials import CredentialStore
     from broker.state.groups import GroupCoordinator
+    from broker.state.transactions import TransactionCoordinator
 
 log = logging.getLogger("broker.server")
 CONNECTION_LIMITS = frozenset(
@@ -48,6 +49,7 @@ class BrokerServer:
         node_id: int,
         cluster: ClusterState,
         groups: GroupCoordinator,
+        transactions: TransactionCoordinator,
         quotas: QuotaAdmin,
         credentials: CredentialStore,
         authorizer: Authorizer,
@@ -58,6 +60,7 @@ class BrokerServer:
         self.node_id = node_id
         self.cluster = cluster
         self.groups = groups
+        self.transactions = transactions
         self.quotas = quotas
         self.credentials = credentials
         self.authorizer = authorizer

@@ -43,6 +43,17 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.max.size": ("2147483647", "int", "largest number of members in one group"),
     "offset.metadata.max.bytes": ("4096", "int", "largest metadata string of a committed offset"),
     "offsets.topic.num.partitions": ("50", "int", "partitions of __consumer_offsets (coordinator choice)"),
+    "transaction.state.log.num.partitions": (
+        "50",
+        "int",
+        "partitions of __transaction_state (transaction coordinator choice)",
+    ),
+    "transaction.max.timeout.ms": ("900000", "int", "longest transaction.timeout.ms a producer may ask for"),
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": (
+        "10000",
+        "int",
+        "how often transactions past their timeout are aborted",
+    ),
     "sasl.users.file": (
         "",
         "string",
@@ -128,6 +139,9 @@ READ_ONLY: frozenset[str] = frozenset(
         "controller.quota.window.num",
         "controller.quota.window.size.seconds",
         "offsets.topic.num.partitions",
+        "transaction.state.log.num.partitions",
+        "transaction.max.timeout.ms",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "authorizer.enabled",
         "super.users",
         "admin.port",

@@ -13,6 +13,8 @@ from types import ModuleType
 from typing import Any
 
 from broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
     alter_user_scram_credentials,
@@ -26,6 +28,7 @@ from broker.handlers import (
     describe_configs,
     describe_groups,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -42,6 +45,7 @@ from broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 from messages.registry import schema_versions
 
@@ -79,6 +83,10 @@ HANDLERS: dict[int, HandlerSpec] = {
         create_topics,
         delete_topics,
         init_producer_id,
+        add_partitions_to_txn,
+        add_offsets_to_txn,
+        end_txn,
+        txn_offset_commit,
         describe_configs,
         alter_configs,
         sasl_authenticate,

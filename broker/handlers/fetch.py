@@ -26,6 +26,8 @@ from protocol.errors import ErrorCode
 API_KEY = ApiKey.FETCH
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
+AbortedTransaction = PartitionResult.AbortedTransaction
+READ_COMMITTED = 1
 
 
 def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[Any], bool, list[Partition]]:
@@ -39,6 +41,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
     has_error = False
     read: list[Partition] = []
     results = []
+    committed_only = ctx.api_version >= 4 and request.isolation_level == READ_COMMITTED
     for fetch_topic in request.topics:
         topic, topic_error = find_topic(
             ctx, None if uses_ids else fetch_topic.topic, fetch_topic.topic_id if uses_ids else None
@@ -49,18 +52,33 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
             if topic is not None:
                 partition, error = led_partition(ctx, topic, wanted.partition, wanted.current_leader_epoch)
             records = b""
-            high_watermark = log_start = -1
+            high_watermark = log_start = stable = -1
+            aborted = None
             if partition is not None:
                 log = partition.log
                 read.append(partition)
                 high_watermark, log_start = log.high_watermark, log.log_start_offset
+                stable = log.last_stable_offset
+                # read_committed reads up to the last stable offset, with the aborted
+                # transactions in that range so the client can drop their records
+                end = stable if committed_only else high_watermark
                 if not log_start <= wanted.fetch_offset <= high_watermark:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
-                elif wanted.fetch_offset < high_watermark and (remaining > 0 or total == remaining == 0):
+                elif wanted.fetch_offset < end and (remaining > 0 or total == remaining == 0):
                     # KIP-74: the first batch even when max_bytes is 0 (a NaN consumer_byte_rate)
                     limit = min(wanted.partition_max_bytes, remaining)
                     # each batch is served with the leader epoch it was appended under
-                    records, count = log.read_counted(wanted.fetch_offset, limit, min_one=total == 0)
+                    records, count = log.read_counted(
+                        wanted.fetch_offset,
+                        limit,
+                        min_one=total == 0,
+                        end_offset=end if committed_only else None,
+                    )
+                    if committed_only and log.aborted:
+                        aborted = [
+                            AbortedTransaction(producer_id=producer_id, first_offset=first)
+                            for producer_id, first in log.aborted_transactions(wanted.fetch_offset, end)
+                        ]
                     ctx.record_count = (ctx.record_count or 0) + count
                     remaining -= len(records)
                     total += len(records)
@@ -72,9 +90,9 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     partition_index=wanted.partition,
                     error_code=error,
                     high_watermark=high_watermark,
-                    last_stable_offset=high_watermark,
+                    last_stable_offset=stable,
                     log_start_offset=log_start,
-                    aborted_transactions=None,
+                    aborted_transactions=aborted if aborted or not committed_only else [],
                     preferred_read_replica=-1,
                     records=records,
                 )

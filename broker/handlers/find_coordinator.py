@@ -1,8 +1,8 @@
-"""FindCoordinator (10): which broker coordinates a group (v4+: many keys at once).
+"""FindCoordinator (10): which broker coordinates a group or a transactional id (v4+:
+many keys at once).
 
-The answer is the coordinator's endpoint on the listener the client came in on.
-Transactions are not implemented, so transaction keys get COORDINATOR_NOT_AVAILABLE,
-which is what Kafka answers while its transaction coordinator is unavailable.
+The answer is the coordinator's endpoint on the listener the client came in on: the
+leader of the key's partition of __consumer_offsets or __transaction_state.
 """
 
 from __future__ import annotations
@@ -34,10 +34,13 @@ NO_NODE = (-1, "", -1)
 def lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, tuple[int, str, int]]:
     """(error, (node_id, host, port)) for one coordinator key."""
     if key_type == TRANSACTION_KEY_TYPE:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE
-    if key_type != GROUP_KEY_TYPE:
+        if not key:
+            return ErrorCode.INVALID_REQUEST, NO_NODE
+        node_id = ctx.transactions.coordinator_for(key)
+    elif key_type == GROUP_KEY_TYPE:
+        node_id = ctx.groups.coordinator_for(key)
+    else:
         return ErrorCode.INVALID_REQUEST, NO_NODE
-    node_id = ctx.groups.coordinator_for(key)
     node = ctx.cluster.brokers.get(node_id)
     if node is None or not node.up:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, NO_NODE

@@ -1,7 +1,7 @@
-"""InitProducerId (22): producer ids and epochs for idempotent producers.
+"""InitProducerId (22): producer ids and epochs for idempotent and transactional producers.
 
-A transactional id keeps its producer id and gets the next epoch on every call; the
-transaction APIs themselves are not implemented (nor advertised).
+A transactional id is the transaction coordinator's: it keeps its producer id and gets
+the next epoch, fencing the previous producer with that id (see broker/state/transactions.py).
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.handlers.transactional import coordinator_error
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -17,12 +18,22 @@ API_KEY = ApiKey.INIT_PRODUCER_ID
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     cluster = ctx.cluster
-    if request.transactional_id:
-        known = cluster.transactional_producers.get(request.transactional_id)
-        producer_id, epoch = known if known else (cluster.next_producer_id(), -1)
-        cluster.transactional_producers[request.transactional_id] = (producer_id, epoch + 1)
+    if request.transactional_id is not None:
+        error = coordinator_error(ctx, request.transactional_id)
+        if error != ErrorCode.NONE:
+            return ctx.response(throttle_time_ms=0, error_code=error, producer_id=-1, producer_epoch=-1)
+        recovering = ctx.api_version >= 3
+        result = ctx.transactions.init_producer_id(
+            request.transactional_id,
+            request.transaction_timeout_ms,
+            request.producer_id if recovering else -1,
+            request.producer_epoch if recovering else -1,
+        )
         return ctx.response(
-            throttle_time_ms=0, error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=epoch + 1
+            throttle_time_ms=0,
+            error_code=result.error,
+            producer_id=result.producer_id,
+            producer_epoch=result.producer_epoch,
         )
     if ctx.api_version >= 3 and request.producer_id >= 0:
         # KIP-360: an idempotent producer bumps its epoch to recover after an error.

@@ -20,6 +20,7 @@ from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_OFFSETS
 LATEST = -1
+READ_COMMITTED = 1
 EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
@@ -30,11 +31,15 @@ TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = TopicResult.ListOffsetsPartitionResponse
 
 
-def _lookup(partition: Partition, timestamp: int, version: int) -> tuple[int, int, int, int]:
-    """(error, offset, timestamp, leader epoch) for one partition."""
+def _lookup(
+    partition: Partition, timestamp: int, version: int, committed_only: bool
+) -> tuple[int, int, int, int]:
+    """(error, offset, timestamp, leader epoch) for one partition. read_committed sees
+    the log up to its last stable offset, as Partition.fetchOffsetForTimestamp does."""
     log = partition.log
+    last_fetchable = log.last_stable_offset if committed_only else log.high_watermark
     if timestamp == LATEST:
-        return ErrorCode.NONE, log.high_watermark, UNKNOWN, partition.leader_epoch
+        return ErrorCode.NONE, last_fetchable, UNKNOWN, partition.leader_epoch
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         # The earliest entry of the leader epoch cache: the epoch of the batch at the log
         # start, or, in an empty log, the one the leader assigned at becoming leader.
@@ -50,7 +55,7 @@ def _lookup(partition: Partition, timestamp: int, version: int) -> tuple[int, in
         found = log.max_timestamp_offset()
     else:
         found = log.offset_for_timestamp(timestamp)
-    if found is None:
+    if found is None or found[0] >= last_fetchable:
         return ErrorCode.NONE, UNKNOWN, UNKNOWN, UNKNOWN
     offset, record_timestamp, epoch = found
     return ErrorCode.NONE, offset, record_timestamp, max(epoch, UNKNOWN)
@@ -58,6 +63,7 @@ def _lookup(partition: Partition, timestamp: int, version: int) -> tuple[int, in
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     topics = []
+    committed_only = ctx.api_version >= 2 and request.isolation_level == READ_COMMITTED
     for wanted_topic in request.topics:
         topic, topic_error = find_topic(ctx, wanted_topic.name, None)
         partitions = []
@@ -69,7 +75,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             offset = timestamp = epoch = UNKNOWN
             if partition is not None:
-                error, offset, timestamp, epoch = _lookup(partition, wanted.timestamp, ctx.api_version)
+                error, offset, timestamp, epoch = _lookup(
+                    partition, wanted.timestamp, ctx.api_version, committed_only
+                )
             partitions.append(
                 PartitionResult(
                     partition_index=wanted.partition_index,

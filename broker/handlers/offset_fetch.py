@@ -1,8 +1,9 @@
 """OffsetFetch (9): committed offsets of a group (v8+: several groups; v10: topic ids).
 
 Partitions without a commit answer offset -1, and `topics` null asks for every
-committed offset of the group. `require_stable` needs no handling: there are no
-pending transactional offsets here.
+committed offset of the group. With `require_stable` (v7+, KIP-447) a partition whose
+offset an open transaction is committing answers UNSTABLE_OFFSET_COMMIT, so the
+consumer retries rather than start from an offset that may yet change.
 """
 
 from __future__ import annotations
@@ -30,10 +31,31 @@ PartitionV8 = TopicV8.OffsetFetchResponsePartitions
 Answer = tuple[str, uuid.UUID | None, list[tuple[int, CommittedOffset | None, int]]]
 
 
-def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tuple[int, list[Answer]]:
+def fetch(
+    ctx: RequestContext, group_id: str, topics: Any, use_ids: bool, require_stable: bool = False
+) -> tuple[int, list[Answer]]:
     """(group error, topics) for one group; `topics` None means all committed offsets."""
     if ctx.groups.coordinator_for(group_id) != ctx.node_id:
         return ErrorCode.NOT_COORDINATOR, []
+    answers = _fetch(ctx, group_id, topics, use_ids)
+    if require_stable and ctx.groups.pending_offsets.get(group_id):
+        answers = [
+            (
+                name,
+                topic_id,
+                [
+                    (i, None, ErrorCode.UNSTABLE_OFFSET_COMMIT)
+                    if error == ErrorCode.NONE and ctx.groups.has_pending_offsets(group_id, name, i)
+                    else (i, committed, error)
+                    for i, committed, error in rows
+                ],
+            )
+            for name, topic_id, rows in answers
+        ]
+    return ErrorCode.NONE, answers
+
+
+def _fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> list[Answer]:
     cluster = ctx.cluster
     if topics is None:
         answers: dict[str, Answer] = {}
@@ -41,7 +63,7 @@ def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tup
             topic = cluster.topics.get(name)
             answer = answers.setdefault(name, (name, topic.topic_id if topic else None, []))
             answer[2].append((index, committed, ErrorCode.NONE))
-        return ErrorCode.NONE, list(answers.values())
+        return list(answers.values())
     result: list[Answer] = []
     wanted: list[tuple[str, int]] = []
     for requested in topics:
@@ -62,7 +84,7 @@ def fetch(ctx: RequestContext, group_id: str, topics: Any, use_ids: bool) -> tup
         result.append((name, topic_id, [(i, None, ErrorCode.NONE) for i in requested.partition_indexes]))
         wanted.extend((name, i) for i in requested.partition_indexes)
     offsets = ctx.groups.fetch_offsets(group_id, wanted)
-    return ErrorCode.NONE, [
+    return [
         (
             name,
             topic_id,
@@ -87,7 +109,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if version >= 8:
         groups = []
         for wanted in request.groups:
-            error, answers = fetch(ctx, wanted.group_id, wanted.topics, use_ids=version >= 10)
+            error, answers = fetch(
+                ctx,
+                wanted.group_id,
+                wanted.topics,
+                use_ids=version >= 10,
+                require_stable=request.require_stable,
+            )
             groups.append(
                 Group(
                     group_id=wanted.group_id,
@@ -106,7 +134,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         return ctx.response(throttle_time_ms=0, groups=groups)
-    error, answers = fetch(ctx, request.group_id, request.topics, use_ids=False)
+    error, answers = fetch(
+        ctx,
+        request.group_id,
+        request.topics,
+        use_ids=False,
+        require_stable=version >= 7 and request.require_stable,
+    )
     if error != ErrorCode.NONE and version < 2:
         # v0-1 have no group-level error: every requested partition carries it.
         answers = [

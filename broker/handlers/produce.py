@@ -15,7 +15,15 @@ from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
 from broker.state.cluster import Partition, Topic
 from broker.state.log import SequenceError
-from broker.state.records import BatchInfo, InvalidRecords, UndecodableBatch, keyless_records, split_batches
+from broker.state.records import (
+    CONTROL_FLAG,
+    TRANSACTIONAL_FLAG,
+    BatchInfo,
+    InvalidRecords,
+    UndecodableBatch,
+    keyless_records,
+    split_batches,
+)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -47,6 +55,11 @@ def _append(
                 -1,
                 [],
             )
+    first = batches[0]
+    if first.attributes & (CONTROL_FLAG | TRANSACTIONAL_FLAG):
+        refused_txn = _transactional_error(ctx, topic, partition, first)
+        if refused_txn is not None:
+            return refused_txn[0], -1, refused_txn[1], -1, []
     log = partition.log
     if log.compaction is not None:
         refused = _keyless_records(topic, partition, batches)
@@ -60,6 +73,24 @@ def _append(
         return exc.code, -1, str(exc), -1, []
     ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
     return ErrorCode.NONE, base_offset, None, append_time, []
+
+
+def _transactional_error(
+    ctx: RequestContext, topic: Topic, partition: Partition, batch: BatchInfo
+) -> tuple[int, str] | None:
+    """LogValidator refuses control batches from clients; a transactional batch needs its
+    partition added to the producer's ongoing transaction (KIP-890 part 1 verification)."""
+    where = f"{topic.name}-{partition.index}"
+    if batch.attributes & CONTROL_FLAG:
+        return (
+            ErrorCode.INVALID_RECORD,
+            f"Clients are not allowed to write control records in topic partition {where}",
+        )
+    if not ctx.transactions.verify_partition(
+        batch.producer_id, batch.producer_epoch, (topic.name, partition.index)
+    ):
+        return ErrorCode.INVALID_TXN_STATE, f"The partition {where} was not added to the transaction"
+    return None
 
 
 def _keyless_records(

@@ -119,7 +119,6 @@ class ClusterState:
         self.topics: dict[str, Topic] = {}
         self.topics_by_id: dict[uuid.UUID, Topic] = {}
         self._next_producer_id = 1000
-        self.transactional_producers: dict[str, tuple[int, int]] = {}  # id -> (producer id, epoch)
         self._placement = 0
         self.metadata_listeners: list[Callable[[], None]] = []
         # Topics a Metadata request asked to auto-create, until the controller is done

@@ -253,7 +253,7 @@ class ClassicGroup:
         return ErrorCode.NONE
 
     def validate_offset_commit(
-        self, member_id: str, group_instance_id: str | None, generation_id: int
+        self, member_id: str, group_instance_id: str | None, generation_id: int, transactional: bool = False
     ) -> int:
         if self.state == DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
@@ -268,7 +268,7 @@ class ClassicGroup:
                 return ErrorCode.ILLEGAL_GENERATION
         elif self.state != EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if self.state == COMPLETING_REBALANCE:
+        if self.state == COMPLETING_REBALANCE and not transactional:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 
@@ -394,6 +394,8 @@ class GroupCoordinator:
         self.cluster = cluster
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
+        # TxnOffsetCommit offsets by group and producer id, until the transaction ends.
+        self.pending_offsets: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] = {}
         self._timers: dict[tuple[str, ...], asyncio.TimerHandle] = {}
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
@@ -990,24 +992,76 @@ class GroupCoordinator:
         consumers with manual assignment) and is accepted while the group is Empty,
         creating the group if needed.
         """
-        group = self.groups.get(group_id)
-        if group is None:
-            if generation_id < 0:
-                group = self.groups[group_id] = ClassicGroup(group_id)
-            else:
-                # v9+ says GROUP_ID_NOT_FOUND; older versions keep ILLEGAL_GENERATION.
-                return [
-                    ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
-                ] * len(offsets)
-        error = group.validate_offset_commit(member_id, group_instance_id, generation_id)
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id, api_version, False
+        )
         if error != ErrorCode.NONE:
             return [error] * len(offsets)
+        group = self.groups[group_id]
         if group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
             # Classic protocol: commits keep the member's session alive.
             self._reschedule_heartbeat(group, group.members[member_id])
+        return self._store(self.offsets.setdefault(group_id, {}), offsets)
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        producer_id: int,
+        generation_id: int,
+        member_id: str,
+        offsets: Sequence[OffsetCommit],
+        group_instance_id: str | None = None,
+        api_version: int = 5,
+    ) -> list[int]:
+        """TxnOffsetCommit: validated as a commit (but accepted while the group completes
+        a rebalance, as Kafka's transactional validation is), held back until the
+        producer's transaction ends (`complete_transactional_offsets`)."""
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id, api_version, True
+        )
+        if error != ErrorCode.NONE:
+            return [error] * len(offsets)
+        pending = self.pending_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
+        return self._store(pending, offsets)
+
+    def complete_transactional_offsets(self, group_id: str, producer_id: int, commit: bool) -> None:
+        """The transaction's marker reached the offsets partition: its offsets become the
+        group's committed offsets, or are dropped on abort."""
+        by_producer = self.pending_offsets.get(group_id)
+        pending = by_producer.pop(producer_id, None) if by_producer is not None else None
+        if by_producer is not None and not by_producer:
+            del self.pending_offsets[group_id]
+        if commit and pending:
+            self.offsets.setdefault(group_id, {}).update(pending)
+
+    def has_pending_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        """KIP-447: an open transaction holds an offset for this partition (OffsetFetch
+        with require_stable answers UNSTABLE_OFFSET_COMMIT then)."""
+        return any((topic, partition) in held for held in self.pending_offsets.get(group_id, {}).values())
+
+    def _validate_commit(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int,
+        transactional: bool,
+    ) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                # v9+ (OffsetCommit) says GROUP_ID_NOT_FOUND; older versions ILLEGAL_GENERATION.
+                found = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 and not transactional else None
+                return found or ErrorCode.ILLEGAL_GENERATION
+            self.groups[group_id] = group = ClassicGroup(group_id)
+        return group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)
+
+    def _store(
+        self, stored: dict[tuple[str, int], CommittedOffset], offsets: Sequence[OffsetCommit]
+    ) -> list[int]:
         max_metadata = self.cluster.config.get_int("offset.metadata.max.bytes")
         now_ms = int(time.time() * 1000)
-        stored = self.offsets.setdefault(group_id, {})
         errors: list[int] = []
         for commit in offsets:
             if commit.metadata is not None and len(commit.metadata) > max_metadata:

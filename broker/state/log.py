@@ -19,12 +19,16 @@ from dataclasses import dataclass, field
 
 from broker.state.compaction import CompactionConfig, clean_batch, latest_offsets
 from broker.state.records import (
+    CONTROL_FLAG,
+    TRANSACTIONAL_FLAG,
     BatchInfo,
     UndecodableBatch,
     batch_max_timestamp,
     batch_prefix,
+    control_batch,
     record_timestamps,
     set_log_append_time,
+    split_batches,
 )
 from protocol.errors import ErrorCode
 
@@ -74,6 +78,10 @@ class PartitionLog:
         # cleanup.policy=compact: the cleaner's settings (None: not compacted), the
         # cleaner's checkpoint, and the active segment, which is never cleaned.
         self.compaction: CompactionConfig | None = None
+        # Transactions: the first offset of each producer's open transaction here, and
+        # the aborted ones (producer id, first offset, marker offset) in marker order.
+        self._ongoing: dict[int, int] = {}
+        self.aborted: list[tuple[int, int, int]] = []
         self.first_dirty_offset = 0
         self._active_base = 0
         self._active_bytes = 0
@@ -96,6 +104,35 @@ class PartitionLog:
     @property
     def high_watermark(self) -> int:
         return self.log_end_offset
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the high watermark:
+        how far a read_committed consumer may read."""
+        return min(self._ongoing.values(), default=self.log_end_offset)
+
+    def append_marker(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, leader_epoch: int
+    ) -> int:
+        """Ends the producer's transaction on this partition with a commit or abort marker
+        (a control batch); returns the marker's offset."""
+        marker = control_batch(
+            producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
+        )
+        offset = self.append(split_batches(marker), leader_epoch)
+        first = self._ongoing.pop(producer_id, None)
+        if first is not None and not commit:
+            self.aborted.append((producer_id, first, offset))
+        return offset
+
+    def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        [fetch_offset, upper_offset), as Kafka's collectAbortedTransactions gives them."""
+        return [
+            (producer_id, first)
+            for producer_id, first, last in self.aborted
+            if last >= fetch_offset and first < upper_offset
+        ]
 
     def append(self, batches: list[BatchInfo], leader_epoch: int = 0, append_time_ms: int = -1) -> int:
         """Appends batches under the partition's current `leader_epoch` and returns the
@@ -123,10 +160,18 @@ class PartitionLog:
             self.log_end_offset = last + 1
             if batch.producer_id >= 0:
                 state = self._producers.setdefault(batch.producer_id, _ProducerState(batch.producer_epoch))
-                state.epoch = batch.producer_epoch
+                if batch.producer_epoch != state.epoch:
+                    # A new epoch starts its sequences over: the old epoch's batches are
+                    # neither duplicates nor predecessors of the new one's.
+                    state.epoch = batch.producer_epoch
+                    state.recent.clear()
+                if batch.attributes & CONTROL_FLAG:
+                    continue  # a marker: append_marker ends the transaction; sequences go on
                 state.recent.append(
                     (batch.base_sequence, batch.base_sequence + batch.last_offset_delta, base)
                 )
+                if batch.attributes & TRANSACTIONAL_FLAG:
+                    self._ongoing.setdefault(batch.producer_id, base)
         self._enforce_retention()
         for listener in self.append_listeners:
             listener()
@@ -297,8 +342,11 @@ class PartitionLog:
         appended under. Offsets must be in range."""
         return self.read_counted(offset, max_bytes, min_one)[0]
 
-    def read_counted(self, offset: int, max_bytes: int, min_one: bool = True) -> tuple[bytes, int]:
-        """`read`, and how many records (offsets) the batches hold, for the metrics."""
+    def read_counted(
+        self, offset: int, max_bytes: int, min_one: bool = True, end_offset: int | None = None
+    ) -> tuple[bytes, int]:
+        """`read`, and how many records (offsets) the batches hold, for the metrics; with
+        `end_offset` (read_committed: the last stable offset) no batch from there on."""
         index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
         index = max(index, self._first)
         pieces: list[bytes | memoryview] = []
@@ -307,6 +355,8 @@ class PartitionLog:
             stored = self._batches[index]
             size = len(stored.data)
             if taken + size > max_bytes and (taken > 0 or not min_one):
+                break
+            if end_offset is not None and stored.base_offset >= end_offset:
                 break
             pieces.append(batch_prefix(stored.base_offset, stored.data, stored.leader_epoch))
             pieces.append(stored.data[16:])

@@ -201,3 +201,20 @@ def rebuild_batch(original: memoryview, records: Sequence[DefaultRecord]) -> byt
         _TIMESTAMP.pack_into(data, _MAX_TIMESTAMP_OFFSET, info.max_timestamp)
     struct.pack_into(">I", data, _CRC_OFFSET, crc32c(memoryview(data)[_ATTRIBUTES_OFFSET:]))
     return bytes(data)
+
+
+def control_batch(
+    producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, now_ms: int
+) -> bytes:
+    """A transaction marker as Kafka's MemoryRecords.withEndTransactionMarker writes it:
+    a transactional control batch of one record, key (version 0, type 1 commit / 0
+    abort), value (version 0, the coordinator epoch), no sequence."""
+    builder = DefaultRecordBatchBuilder(2, 0, True, producer_id, producer_epoch, -1, 2**31 - 1)
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    builder.append(0, now_ms, key, value, [])
+    data = builder.build()
+    (attributes,) = _ATTRIBUTES_AND_TIMESTAMPS.unpack_from(data, _ATTRIBUTES_OFFSET)
+    _ATTRIBUTES_AND_TIMESTAMPS.pack_into(data, _ATTRIBUTES_OFFSET, attributes | CONTROL_FLAG)
+    struct.pack_into(">I", data, _CRC_OFFSET, crc32c(memoryview(data)[_ATTRIBUTES_OFFSET:]))
+    return bytes(data)

@@ -1,0 +1,23 @@
+"""EndTxn (26): commit or abort the producer's transaction; markers are written to each
+of its partitions and the offsets it carries are committed or dropped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.handlers.transactional import coordinator_error
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+API_KEY = ApiKey.END_TXN
+VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    error = coordinator_error(ctx, request.transactional_id)
+    if error == ErrorCode.NONE:
+        error = ctx.transactions.end_transaction(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed
+        )
+    return ctx.response(throttle_time_ms=0, error_code=error)

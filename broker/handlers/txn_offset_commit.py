@@ -1,0 +1,83 @@
+"""TxnOffsetCommit (28): a transactional producer commits a group's offsets; they become
+the group's committed offsets only when the transaction commits (dropped on abort).
+
+Sent to the group coordinator. Unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
+here, as KafkaApis does; the rest is validated as an offset commit of that group
+(generation, member, static instance), and the producer must have added the group's
+offsets to an ongoing transaction (AddOffsetsToTxn) under its current epoch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.producer import TxnOffsetCommitResponse
+
+from broker.context import RequestContext
+from broker.state.groups import OffsetCommit
+from broker.state.transactions import OFFSETS_TOPIC
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+API_KEY = ApiKey.TXN_OFFSET_COMMIT
+VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
+TopicResult = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+PartitionResult = TopicResult.TxnOffsetCommitResponsePartition
+
+
+def _group_error(ctx: RequestContext, request: Any) -> int:
+    if ctx.groups.coordinator_for(request.group_id) != ctx.node_id:
+        return ErrorCode.NOT_COORDINATOR
+    offsets_partition = (OFFSETS_TOPIC, ctx.groups.partition_for(request.group_id))
+    if not ctx.transactions.verify_partition(request.producer_id, request.producer_epoch, offsets_partition):
+        return ErrorCode.INVALID_TXN_STATE
+    return ErrorCode.NONE
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    version = ctx.api_version
+    rows: list[tuple[str, list[list[Any]]]] = []
+    commits: list[OffsetCommit] = []
+    pending: list[list[Any]] = []
+    for wanted in request.topics:
+        topic = ctx.cluster.topics.get(wanted.name)
+        answers: list[list[Any]] = []
+        rows.append((wanted.name, answers))
+        for partition in wanted.partitions:
+            row: list[Any] = [partition.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
+            answers.append(row)
+            if topic is not None and 0 <= partition.partition_index < len(topic.partitions):
+                commits.append(
+                    OffsetCommit(
+                        wanted.name,
+                        partition.partition_index,
+                        partition.committed_offset,
+                        partition.committed_leader_epoch if version >= 2 else -1,
+                        partition.committed_metadata,
+                    )
+                )
+                pending.append(row)
+    if commits:
+        error = _group_error(ctx, request)
+        if error != ErrorCode.NONE:
+            errors = [error] * len(commits)
+        else:
+            errors = ctx.groups.commit_transactional_offsets(
+                request.group_id,
+                request.producer_id,
+                request.generation_id if version >= 3 else -1,
+                request.member_id if version >= 3 else "",
+                commits,
+                request.group_instance_id if version >= 3 else None,
+                version,
+            )
+        for row, code in zip(pending, errors, strict=True):
+            row[1] = code
+    topics = [
+        TopicResult(
+            name=name,
+            partitions=[PartitionResult(partition_index=index, error_code=code) for index, code in answers],
+        )
+        for name, answers in rows
+    ]
+    return ctx.response(throttle_time_ms=0, topics=topics)
