@@ -119,6 +119,15 @@ def finish_request(ctx: RequestContext) -> None:
     _combine(ctx, ctx.broker.quota_managers.request, None, 0, _record_request(ctx, now_ms()))
 
 
+def exempt_request(ctx: RequestContext) -> None:
+    """sendResponseExemptThrottle, for cluster actions (WriteTxnMarkers): the time is
+    counted as exempt and the request is never throttled."""
+    ctx.quota_recorded = True
+    request = ctx.broker.quota_managers.request
+    if request.enabled:
+        request.record_exempt(ctx.thread_ns(), now_ms())
+
+
 def record_encoding(ctx: RequestContext, nanos: int) -> None:
     """Network-thread time (here: encoding and writing the response), recorded without a
     quota check, as Kafka records it after the response is sent."""

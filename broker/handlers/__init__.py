@@ -27,6 +27,8 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
+    describe_transactions,
     describe_user_scram_credentials,
     end_txn,
     fetch,
@@ -38,6 +40,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_fetch,
@@ -46,6 +49,7 @@ from broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from messages.registry import schema_versions
 
@@ -87,6 +91,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         add_offsets_to_txn,
         end_txn,
         txn_offset_commit,
+        write_txn_markers,
         describe_configs,
         alter_configs,
         sasl_authenticate,
@@ -98,5 +103,8 @@ HANDLERS: dict[int, HandlerSpec] = {
         describe_user_scram_credentials,
         alter_user_scram_credentials,
         describe_cluster,
+        describe_producers,
+        describe_transactions,
+        list_transactions,
     )
 }

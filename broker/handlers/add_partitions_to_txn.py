@@ -3,7 +3,9 @@
 v0-v3 come from producers (one transaction); v4+ is the brokers' batched form (many
 transactions, `verify_only` to check membership, KIP-890 part 1), answered per
 transaction. Partitions of unknown topics fail the request as Kafka fails it: those
-get UNKNOWN_TOPIC_OR_PARTITION and every other one OPERATION_NOT_ATTEMPTED.
+get UNKNOWN_TOPIC_OR_PARTITION and every other one OPERATION_NOT_ATTEMPTED; internal
+topics are never a producer's to add (TOPIC_AUTHORIZATION_FAILED; AddOffsetsToTxn adds
+__consumer_offsets).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from kafka.protocol.producer import AddPartitionsToTxnResponse
 
 from broker.context import RequestContext
-from broker.handlers.transactional import coordinator_error
+from broker.handlers.transactional import coordinator_error, fenced_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -21,6 +23,7 @@ API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TransactionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 
 
@@ -33,23 +36,23 @@ def _results(
     verify: bool,
 ) -> list[Any]:
     wanted = [(topic.name, index) for topic in topics for index in topic.partitions]
-    unknown = {
-        (name, index)
-        for name, index in wanted
-        if (topic := ctx.cluster.topics.get(name)) is None or not 0 <= index < len(topic.partitions)
-    }
+    refused: dict[tuple[str, int], int] = {}
+    for name, index in wanted:
+        if name in INTERNAL_TOPICS and ctx.api_version <= 3:
+            refused[(name, index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif (topic := ctx.cluster.topics.get(name)) is None or not 0 <= index < len(topic.partitions):
+            refused[(name, index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     errors: dict[tuple[str, int], int]
     error = coordinator_error(ctx, transactional_id)
     if error != ErrorCode.NONE:
         errors = dict.fromkeys(wanted, error)
-    elif unknown:
-        errors = {
-            key: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if key in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
-            for key in wanted
-        }
+    elif refused:
+        errors = {key: refused.get(key, ErrorCode.OPERATION_NOT_ATTEMPTED) for key in wanted}
+    elif verify:
+        errors = ctx.transactions.verify_partitions(transactional_id, producer_id, producer_epoch, wanted)
     else:
-        error = ctx.transactions.add_partitions(transactional_id, producer_id, producer_epoch, wanted, verify)
-        errors = dict.fromkeys(wanted, error)
+        error = ctx.transactions.add_partitions(transactional_id, producer_id, producer_epoch, wanted)
+        errors = dict.fromkeys(wanted, fenced_for_version(error, ctx.api_version, 2))
     by_topic: dict[str, list[Any]] = {}
     for (name, index), code in errors.items():
         by_topic.setdefault(name, []).append(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.handlers.transactional import coordinator_error
+from broker.handlers.transactional import coordinator_error, fenced_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -20,4 +20,4 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error = ctx.transactions.end_transaction(
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed
         )
-    return ctx.response(throttle_time_ms=0, error_code=error)
+    return ctx.response(throttle_time_ms=0, error_code=fenced_for_version(error, ctx.api_version, 2))

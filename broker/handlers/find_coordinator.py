@@ -34,9 +34,7 @@ NO_NODE = (-1, "", -1)
 def lookup(ctx: RequestContext, key_type: int, key: str) -> tuple[int, tuple[int, str, int]]:
     """(error, (node_id, host, port)) for one coordinator key."""
     if key_type == TRANSACTION_KEY_TYPE:
-        if not key:
-            return ErrorCode.INVALID_REQUEST, NO_NODE
-        node_id = ctx.transactions.coordinator_for(key)
+        node_id = ctx.transactions.coordinator_for(key)  # "" is not refused: it hashes to partition 0
     elif key_type == GROUP_KEY_TYPE:
         node_id = ctx.groups.coordinator_for(key)
     else:

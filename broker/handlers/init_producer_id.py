@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.handlers.transactional import coordinator_error
+from broker.handlers.transactional import coordinator_error, fenced_for_version
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -23,15 +23,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if error != ErrorCode.NONE:
             return ctx.response(throttle_time_ms=0, error_code=error, producer_id=-1, producer_epoch=-1)
         recovering = ctx.api_version >= 3
+        producer_id = request.producer_id if recovering else -1
+        producer_epoch = request.producer_epoch if recovering else -1
+        if (producer_id < 0) != (producer_epoch < 0):
+            return ctx.response(
+                throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1
+            )
         result = ctx.transactions.init_producer_id(
-            request.transactional_id,
-            request.transaction_timeout_ms,
-            request.producer_id if recovering else -1,
-            request.producer_epoch if recovering else -1,
+            request.transactional_id, request.transaction_timeout_ms, producer_id, producer_epoch
         )
         return ctx.response(
             throttle_time_ms=0,
-            error_code=result.error,
+            error_code=fenced_for_version(result.error, ctx.api_version, 4),
             producer_id=result.producer_id,
             producer_epoch=result.producer_epoch,
         )

@@ -13,6 +13,7 @@ from kafka.protocol.producer import ProduceResponse
 from broker import throttling
 from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.transactional import verification_error
 from broker.state.cluster import Partition, Topic
 from broker.state.log import SequenceError
 from broker.state.records import (
@@ -77,20 +78,53 @@ def _append(
 
 def _transactional_error(
     ctx: RequestContext, topic: Topic, partition: Partition, batch: BatchInfo
-) -> tuple[int, str] | None:
-    """LogValidator refuses control batches from clients; a transactional batch needs its
-    partition added to the producer's ongoing transaction (KIP-890 part 1 verification)."""
+) -> tuple[int, str | None] | None:
+    """LogValidator refuses control batches from clients. A transactional batch needs a
+    current epoch and its partition added to the producer's ongoing transaction: the
+    leader verifies with the coordinator (KIP-890 part 1) unless the producer already
+    has a transaction open here; v12+ (transaction version 2) adds it instead."""
     where = f"{topic.name}-{partition.index}"
     if batch.attributes & CONTROL_FLAG:
         return (
             ErrorCode.INVALID_RECORD,
             f"Clients are not allowed to write control records in topic partition {where}",
         )
-    if not ctx.transactions.verify_partition(
-        batch.producer_id, batch.producer_epoch, (topic.name, partition.index)
-    ):
-        return ErrorCode.INVALID_TXN_STATE, f"The partition {where} was not added to the transaction"
-    return None
+    log = partition.log
+    known_epoch = log.producer_epoch(batch.producer_id)
+    if known_epoch is not None and known_epoch > batch.producer_epoch:
+        return ErrorCode.INVALID_PRODUCER_EPOCH, None
+    if known_epoch == batch.producer_epoch and log.in_transaction(batch.producer_id):
+        return None
+    tp = (topic.name, partition.index)
+    transactional_id = ctx.request.transactional_id
+    error = verification_error(ctx, transactional_id, batch.producer_id, batch.producer_epoch, tp)
+    if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version >= 12 and transactional_id:
+        error = ctx.transactions.add_partitions(
+            transactional_id, batch.producer_id, batch.producer_epoch, [tp]
+        )
+        error = ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
+    if error == ErrorCode.NONE:
+        return None
+    if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= 10:
+        return ErrorCode.INVALID_TXN_STATE, "Partition was not added to the transaction"
+    if error in _UNVERIFIABLE:
+        return ErrorCode.NOT_ENOUGH_REPLICAS, (
+            "Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {ErrorCode(error).name}"
+        )
+    return error, None
+
+
+# ReplicaManager's postVerificationCallback: coordinator trouble is a retriable NOT_ENOUGH_REPLICAS.
+_UNVERIFIABLE = frozenset(
+    {
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+    }
+)
 
 
 def _keyless_records(

@@ -3,8 +3,9 @@ the group's committed offsets only when the transaction commits (dropped on abor
 
 Sent to the group coordinator. Unknown topics are answered UNKNOWN_TOPIC_OR_PARTITION
 here, as KafkaApis does; the rest is validated as an offset commit of that group
-(generation, member, static instance), and the producer must have added the group's
-offsets to an ongoing transaction (AddOffsetsToTxn) under its current epoch.
+(generation, member, static instance), after the coordinator has confirmed the
+producer added the group's offsets to its ongoing transaction (AddOffsetsToTxn) under
+its current epoch (KIP-890 part 1).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from kafka.protocol.producer import TxnOffsetCommitResponse
 
 from broker.context import RequestContext
+from broker.handlers.transactional import verification_error
 from broker.state.groups import OffsetCommit
 from broker.state.transactions import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
@@ -29,9 +31,12 @@ def _group_error(ctx: RequestContext, request: Any) -> int:
     if ctx.groups.coordinator_for(request.group_id) != ctx.node_id:
         return ErrorCode.NOT_COORDINATOR
     offsets_partition = (OFFSETS_TOPIC, ctx.groups.partition_for(request.group_id))
-    if not ctx.transactions.verify_partition(request.producer_id, request.producer_epoch, offsets_partition):
-        return ErrorCode.INVALID_TXN_STATE
-    return ErrorCode.NONE
+    error = verification_error(
+        ctx, request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
+    )
+    if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= 3:
+        return ErrorCode.INVALID_TXN_STATE  # not added (no AddOffsetsToTxn), as older versions say it
+    return error
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

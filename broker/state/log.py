@@ -59,10 +59,18 @@ class _StoredBatch:
 
 
 @dataclass(slots=True)
-class _ProducerState:
+class ProducerState:
+    """What the partition knows of one producer (Kafka's ProducerStateEntry)."""
+
     epoch: int
     # (first sequence, last sequence, base offset) of the most recent batches
     recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
+    last_timestamp: int = NO_TIMESTAMP
+    coordinator_epoch: int = -1  # of the last marker written for it
+
+    @property
+    def last_sequence(self) -> int:
+        return self.recent[-1][1] if self.recent else -1
 
 
 class PartitionLog:
@@ -92,7 +100,7 @@ class PartitionLog:
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.size_bytes = 0
-        self._producers: dict[int, _ProducerState] = {}
+        self._producers: dict[int, ProducerState] = {}
         self.append_listeners: list[Callable[[], None]] = []
         # Kafka's TimeIndex, built only when ListOffsets asks: over the retained batches in
         # offset order, one entry each time the running maximum of their max timestamps
@@ -120,10 +128,27 @@ class PartitionLog:
             producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
         )
         offset = self.append(split_batches(marker), leader_epoch)
+        self._producers[producer_id].coordinator_epoch = coordinator_epoch
         first = self._ongoing.pop(producer_id, None)
         if first is not None and not commit:
             self.aborted.append((producer_id, first, offset))
         return offset
+
+    def producer_epoch(self, producer_id: int) -> int | None:
+        state = self._producers.get(producer_id)
+        return state.epoch if state is not None else None
+
+    def coordinator_epoch(self, producer_id: int) -> int:
+        state = self._producers.get(producer_id)
+        return state.coordinator_epoch if state is not None else -1
+
+    def in_transaction(self, producer_id: int) -> bool:
+        return producer_id in self._ongoing
+
+    def producers(self) -> list[tuple[int, ProducerState, int]]:
+        """(producer id, state, first offset of its open transaction or -1) of each
+        producer that wrote here, for DescribeProducers."""
+        return [(pid, state, self._ongoing.get(pid, -1)) for pid, state in sorted(self._producers.items())]
 
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping
@@ -159,12 +184,13 @@ class PartitionLog:
             self.size_bytes += batch.size
             self.log_end_offset = last + 1
             if batch.producer_id >= 0:
-                state = self._producers.setdefault(batch.producer_id, _ProducerState(batch.producer_epoch))
+                state = self._producers.setdefault(batch.producer_id, ProducerState(batch.producer_epoch))
                 if batch.producer_epoch != state.epoch:
                     # A new epoch starts its sequences over: the old epoch's batches are
                     # neither duplicates nor predecessors of the new one's.
                     state.epoch = batch.producer_epoch
                     state.recent.clear()
+                state.last_timestamp = batch.max_timestamp
                 if batch.attributes & CONTROL_FLAG:
                     continue  # a marker: append_marker ends the transaction; sequences go on
                 state.recent.append(

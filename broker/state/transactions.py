@@ -117,11 +117,9 @@ class TransactionCoordinator:
                 timeout_ms,
             )
             self.transactions[transactional_id] = txn
-        if producer_id >= 0:  # KIP-360: a producer recovering with the id and epoch it had
-            if producer_id != txn.producer_id:
-                return InitResult(ErrorCode.PRODUCER_FENCED)
-            if producer_epoch not in (txn.producer_epoch, txn.last_producer_epoch):
-                return InitResult(ErrorCode.PRODUCER_FENCED)
+        expected = producer_id >= 0  # KIP-360: a producer recovering with the id and epoch it had
+        if expected and not (txn.producer_epoch == NO_PRODUCER_EPOCH or producer_id == txn.producer_id):
+            return InitResult(ErrorCode.PRODUCER_FENCED)
         if txn.state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
         if txn.state == ONGOING:
@@ -129,13 +127,10 @@ class TransactionCoordinator:
             # bumped epoch, and the caller retries (CONCURRENT_TRANSACTIONS), as Kafka does.
             self._abort_fencing(txn)
             return InitResult(ErrorCode.CONCURRENT_TRANSACTIONS)
-        if (
-            producer_id >= 0
-            and producer_epoch == txn.last_producer_epoch
-            and producer_epoch != txn.producer_epoch
-        ):
-            # A retry of a KIP-360 bump that already happened: same answer again.
-            return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
+        if expected and txn.producer_epoch != NO_PRODUCER_EPOCH and producer_epoch != txn.producer_epoch:
+            if producer_epoch == txn.last_producer_epoch:
+                return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)  # a retried bump
+            return InitResult(ErrorCode.PRODUCER_FENCED)
         self._bump_epoch(txn)
         txn.timeout_ms = timeout_ms
         txn.state = EMPTY
@@ -145,9 +140,11 @@ class TransactionCoordinator:
         txn.last_update_ms = now
         return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
 
-    def _bump_epoch(self, txn: TransactionMetadata) -> None:
-        """The next epoch, or a new producer id once the epoch is exhausted."""
-        txn.last_producer_epoch = txn.producer_epoch
+    def _bump_epoch(self, txn: TransactionMetadata, remember_last: bool = True) -> None:
+        """The next epoch, or a new producer id once the epoch is exhausted; the last epoch
+        is remembered so that a retried InitProducerId gets the same answer (not when
+        fencing, as Kafka's prepareFenceProducerEpoch)."""
+        txn.last_producer_epoch = txn.producer_epoch if remember_last else NO_PRODUCER_EPOCH
         if txn.producer_epoch >= MAX_EPOCH - 1:
             txn.producer_id = self.cluster.next_producer_id()
             txn.producer_epoch = 0
@@ -170,7 +167,6 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
-        verify_only: bool = False,
     ) -> int:
         """TransactionCoordinator.handleAddPartitionsToTransaction: one error for all the
         partitions (the handler answers unknown partitions before asking)."""
@@ -182,16 +178,33 @@ class TransactionCoordinator:
         if txn.state in (PREPARE_COMMIT, PREPARE_ABORT, PREPARE_EPOCH_FENCE):
             return ErrorCode.CONCURRENT_TRANSACTIONS
         wanted = set(partitions)
-        if verify_only:
-            return (
-                ErrorCode.NONE
-                if txn.state == ONGOING and wanted <= txn.partitions
-                else ErrorCode.INVALID_TXN_STATE
-            )
+        if txn.state != ONGOING:
+            txn.state = ONGOING
+            txn.start_ms = _now_ms()
         if not wanted <= txn.partitions:
             txn.partitions |= wanted
-            self._begin(txn)
+            txn.last_update_ms = _now_ms()
         return ErrorCode.NONE
+
+    def verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[TopicPartition],
+    ) -> dict[TopicPartition, int]:
+        """handleVerifyPartitionsInTransaction (KIP-890 part 1): NONE for each partition
+        the ongoing transaction has added, TRANSACTION_ABORTABLE for the others."""
+        wanted = list(partitions)
+        txn = self.transactions.get(transactional_id)
+        error = self._producer_error(txn, producer_id, producer_epoch)
+        if error == ErrorCode.NONE and txn is not None and txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error != ErrorCode.NONE or txn is None:
+            return dict.fromkeys(wanted, error)
+        return {
+            tp: ErrorCode.NONE if tp in txn.partitions else ErrorCode.TRANSACTION_ABORTABLE for tp in wanted
+        }
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
         """AddOffsetsToTxn: the group's __consumer_offsets partition joins the transaction."""
@@ -204,24 +217,6 @@ class TransactionCoordinator:
         if error == ErrorCode.NONE:
             self.transactions[transactional_id].groups.add(group_id)
         return error
-
-    def _begin(self, txn: TransactionMetadata) -> None:
-        if txn.state != ONGOING:
-            txn.state = ONGOING
-            txn.start_ms = _now_ms()
-        txn.last_update_ms = _now_ms()
-
-    def verify_partition(self, producer_id: int, producer_epoch: int, partition: TopicPartition) -> bool:
-        """KIP-890 part 1: a transactional produce goes only to a partition its
-        transaction has added (the leader asks the coordinator)."""
-        for txn in self.transactions.values():
-            if txn.producer_id == producer_id:
-                return (
-                    txn.state == ONGOING
-                    and txn.producer_epoch == producer_epoch
-                    and partition in txn.partitions
-                )
-        return False
 
     # -- EndTxn ---------------------------------------------------------------------
     def end_transaction(
@@ -236,13 +231,14 @@ class TransactionCoordinator:
         if txn.state == ONGOING:
             self._complete(txn, commit)
             return ErrorCode.NONE
-        if txn.state == COMPLETE_COMMIT:
-            return ErrorCode.NONE if commit else ErrorCode.INVALID_TXN_STATE  # a retried commit
-        if txn.state == COMPLETE_ABORT:
-            return ErrorCode.INVALID_TXN_STATE if commit else ErrorCode.NONE
-        if txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+        # endTransactionWithTV1's table: a retry of the same outcome is fine (or waits),
+        # the other outcome is refused; Empty has nothing to end.
+        same, other = (COMPLETE_COMMIT, PREPARE_COMMIT) if commit else (COMPLETE_ABORT, PREPARE_ABORT)
+        if txn.state == same:
+            return ErrorCode.NONE
+        if txn.state == other:
             return ErrorCode.CONCURRENT_TRANSACTIONS
-        return ErrorCode.INVALID_TXN_STATE  # Empty: nothing to end; Dead; PrepareEpochFence
+        return ErrorCode.INVALID_TXN_STATE
 
     def _complete(self, txn: TransactionMetadata, commit: bool, coordinator_epoch: int = 0) -> None:
         """Markers to every data partition of the transaction, the offsets it carried
@@ -261,14 +257,13 @@ class TransactionCoordinator:
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         txn.partitions.clear()
         txn.groups.clear()
-        txn.start_ms = -1
-        txn.last_update_ms = _now_ms()
+        txn.last_update_ms = _now_ms()  # start_ms stays, as DescribeTransactions shows it
 
     def _abort_fencing(self, txn: TransactionMetadata) -> None:
         """PrepareEpochFence: the ongoing transaction is aborted under a bumped epoch, so
         the producer that started it is fenced (its next request carries the old epoch)."""
         txn.state = PREPARE_EPOCH_FENCE
-        self._bump_epoch(txn)
+        self._bump_epoch(txn, remember_last=False)
         self._complete(txn, commit=False)
 
     # -- timeouts --------------------------------------------------------------------
