@@ -325,6 +325,11 @@ class MockCluster:
         or broker); clients that produce to the old leader get NOT_LEADER_OR_FOLLOWER."""
         return self.on_loop(lambda: self.state.move_leader(topic, partition, node_id))
 
+    def list_transactions(self) -> list[dict[str, Any]]:
+        """Every transactional id the coordinator knows: producer id and epoch, state,
+        timeout, start time, partitions and groups of the open transaction."""
+        return self.on_loop(lambda: [txn.to_dict() for txn in self.transactions.listed()])
+
     def describe(self) -> dict[str, Any]:
         """Brokers (id, host, port, up) and topics with their partitions' leaders."""
 

@@ -264,6 +264,7 @@ class ControlledCluster(Protocol):
     def conformance(self) -> ConformanceTracker: ...
     def broker(self, node_id: int) -> BrokerServer: ...
     def describe(self) -> dict[str, Any]: ...
+    def list_transactions(self) -> list[dict[str, Any]]: ...
     async def stop_broker_async(self, node_id: int) -> None: ...
     async def start_broker_async(self, node_id: int) -> None: ...
     def move_leader(self, topic: str, partition: int, node_id: int) -> Partition: ...
@@ -301,6 +302,8 @@ class AdminServer:
         router.add_get("/v1/requests", self.get_requests)
         router.add_delete("/v1/requests", self.delete_requests)
         router.add_get("/v1/conformance", self.get_conformance)
+        router.add_get("/v1/transactions", self.get_transactions)
+        router.add_get("/v1/transactions/{transactional_id}", self.get_transaction)
         router.add_get("/metrics", self.get_metrics)
 
     async def start(self, host: str, port: int) -> None:
@@ -480,6 +483,21 @@ class AdminServer:
     async def get_conformance(self, request: web.Request) -> web.Response:
         _query(request, ())
         return _json(self.cluster.conformance.report())
+
+    async def get_transactions(self, request: web.Request) -> web.Response:
+        query = _query(request, ("state",))
+        listed = self.cluster.list_transactions()
+        if "state" in query:
+            listed = [txn for txn in listed if txn["state"] == query["state"]]
+        return _json({"transactions": listed})
+
+    async def get_transaction(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        wanted = request.match_info["transactional_id"]
+        for txn in self.cluster.list_transactions():
+            if txn["transactional_id"] == wanted:
+                return _json(txn)
+        not_found(f"no transactional id {wanted!r}")
 
     async def get_metrics(self, request: web.Request) -> web.Response:
         # Not JSON: Prometheus's text format, whatever the query (scrapers add their own).

@@ -70,6 +70,20 @@ class TransactionMetadata:
     last_update_ms: int = 0
 
 
+    def to_dict(self) -> dict[str, object]:
+        """The transaction as the Python API and the HTTP control plane show it."""
+        return {
+            "transactional_id": self.transactional_id,
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "state": self.state,
+            "timeout_ms": self.timeout_ms,
+            "start_ms": self.start_ms,
+            "partitions": [{"topic": topic, "partition": index} for topic, index in sorted(self.partitions)],
+            "groups": sorted(self.groups),
+        }
+
+
 @dataclass(slots=True)
 class InitResult:
     error: int
