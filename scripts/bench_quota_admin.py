@@ -62,7 +62,8 @@ def frame(request: object, version: int) -> bytes:
 def alter_frame(first: int, count: int, value: float) -> bytes:
     """AlterClientQuotas v1: producer_byte_rate `value` for users user-<first> ..."""
     entries = [
-        quota_alteration([("user", f"user-{i}")], {"producer_byte_rate": value}) for i in range(first, first + count)
+        quota_alteration([("user", f"user-{i}")], {"producer_byte_rate": value})
+        for i in range(first, first + count)
     ]
     return frame(AlterClientQuotasRequest(entries=entries, validate_only=False), 1)
 
@@ -77,7 +78,11 @@ def measure(sock: socket.socket, frames: list[bytes]) -> tuple[float, float, flo
         latencies.append(time.perf_counter() - sent)
     elapsed = time.perf_counter() - start
     latencies.sort()
-    return len(frames) / elapsed, latencies[len(latencies) // 2] * 1e3, latencies[int(len(latencies) * 0.99)] * 1e3
+    return (
+        len(frames) / elapsed,
+        latencies[len(latencies) // 2] * 1e3,
+        latencies[int(len(latencies) * 0.99)] * 1e3,
+    )
 
 
 def resolution_cost_ns(entities: int, lookups: int = 200_000) -> float:
@@ -94,12 +99,16 @@ def resolution_cost_ns(entities: int, lookups: int = 200_000) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--requests", type=int, default=2000, help="requests per measurement")
     parser.add_argument("--sizes", default="100,10000", help="entity counts")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    print(f"bench_quota_admin: python {sys.version.split()[0]}, pid {os.getpid()}, {args.requests} requests each")
+    print(
+        f"bench_quota_admin: python {sys.version.split()[0]}, pid {os.getpid()}, {args.requests} requests each"
+    )
     print(f"{'entities':>9} {'request':<28} {'req/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'vs ApiVersions':>15}")
     resolution: dict[int, float] = {}
     for size in sizes:
@@ -108,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                 exchange(wire, alter_frame(first, min(1000, size - first), 1024.0))
             reference = measure(wire, [frame(ApiVersionsRequest(), 3)] * args.requests)
             describe = DescribeClientQuotasRequest(
-                components=[DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=2, match=None)],
+                components=[
+                    DescribeClientQuotasRequest.ComponentData(entity_type="user", match_type=2, match=None)
+                ],
                 strict=False,
             )
             describe_requests = max(20, args.requests * 100 // size)
@@ -120,18 +131,24 @@ def main(argv: list[str] | None = None) -> int:
                     measure(
                         wire,
                         [
-                            alter_frame((i * ALTER_BATCH) % max(size - ALTER_BATCH, 1), ALTER_BATCH, 2048.0 + i)
+                            alter_frame(
+                                (i * ALTER_BATCH) % max(size - ALTER_BATCH, 1), ALTER_BATCH, 2048.0 + i
+                            )
                             for i in range(max(20, args.requests // 10))
                         ],
                     ),
                 ),
             ]
             for name, (rate, p50, p99) in rows:
-                print(f"{size:>9} {name:<28} {rate:>9.0f} {p50:>8.3f} {p99:>8.3f} {rate / reference[0]:>15.3f}")
+                print(
+                    f"{size:>9} {name:<28} {rate:>9.0f} {p50:>8.3f} {p99:>8.3f} {rate / reference[0]:>15.3f}"
+                )
         resolution[size] = resolution_cost_ns(size)
     base = resolution[sizes[0]]
     for size in sizes:
-        print(f"resolution with {size:>6} entities: {resolution[size]:7.0f} ns  (x{resolution[size] / base:.2f} of {sizes[0]})")
+        print(
+            f"resolution with {size:>6} entities: {resolution[size]:7.0f} ns  (x{resolution[size] / base:.2f} of {sizes[0]})"
+        )
     return 0
 
 

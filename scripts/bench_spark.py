@@ -94,8 +94,12 @@ def generate_file(path: Path, rows: int, seed: int, start_s: float, span_s: floa
     keys = np.array([a[1] for a in APIS], dtype=np.int16)[api]
     versions = np.array([a[2] for a in APIS], dtype=np.int16)[api]
     produce, fetch = api == 0, api == 1
-    request_bytes = np.where(produce, rng.integers(200, 20_000, rows), rng.integers(40, 300, rows)).astype(np.int32)
-    response_bytes = np.where(fetch, rng.integers(0, 60_000, rows), rng.integers(20, 400, rows)).astype(np.int32)
+    request_bytes = np.where(produce, rng.integers(200, 20_000, rows), rng.integers(40, 300, rows)).astype(
+        np.int32
+    )
+    response_bytes = np.where(fetch, rng.integers(0, 60_000, rows), rng.integers(20, 400, rows)).astype(
+        np.int32
+    )
     handler_us = rng.integers(20, 3000, rows).astype(np.int64)
     total_us = handler_us + np.where(fetch, rng.integers(100, 500_000, rows), rng.integers(50, 20_000, rows))
     throttled = (produce | fetch) & (rng.random(rows) < 0.02)
@@ -115,7 +119,9 @@ def generate_file(path: Path, rows: int, seed: int, start_s: float, span_s: floa
         "principal": strings([f"User:u{i}" for i in range(ENTITIES // 4)], entity // 4),
         "client_id": strings([f"client-{i}" for i in range(ENTITIES)], entity),
         "client_software_name": pa.array(
-            np.array(["apache-kafka-java", "librdkafka", ""], dtype=object)[software], pa.string(), mask=software == 2
+            np.array(["apache-kafka-java", "librdkafka", ""], dtype=object)[software],
+            pa.string(),
+            mask=software == 2,
         ),
         "client_software_version": pa.array(
             np.array(["3.7.0", "2.4.0", ""], dtype=object)[software], pa.string(), mask=software == 2
@@ -280,16 +286,26 @@ def check_agreement(spark: Any, con: Any, path: str, globs: list[str], say: Call
             raise SystemExit(f"bench_spark: {name}: Spark {spark_totals} != DuckDB {duck_totals}")
         say(f"agree: {name}: {spark_totals[0]:,} groups, totals {spark_totals[1:]}")
     # The latency table row by row: every count and percentile exactly, the means to 1e-9.
-    exact = ["requests", "errors", "throttled", *[f"p{p}_us" for p in jobs.PERCENTILES], "max_us", "handler_max_us"]
+    exact = [
+        "requests",
+        "errors",
+        "throttled",
+        *[f"p{p}_us" for p in jobs.PERCENTILES],
+        "max_us",
+        "handler_max_us",
+    ]
     means = ["mean_us", "handler_mean_us"]
     keys = ["api_key", "api_name", "api_version"]
     spark_rows = {
-        tuple(r[k] for k in keys): r for r in jobs.latency_stats(spark, df).select(*keys, *exact, *means).collect()
+        tuple(r[k] for k in keys): r
+        for r in jobs.latency_stats(spark, df).select(*keys, *exact, *means).collect()
     }
     cursor = con.sql(f"SELECT {', '.join(keys + exact + means)} FROM ({sql['API latency']})")
     duck_rows = {tuple(r[:3]): dict(zip(keys + exact + means, r, strict=True)) for r in cursor.fetchall()}
     if sorted(spark_rows) != sorted(duck_rows):
-        raise SystemExit(f"bench_spark: API latency: Spark {sorted(spark_rows)} != DuckDB {sorted(duck_rows)}")
+        raise SystemExit(
+            f"bench_spark: API latency: Spark {sorted(spark_rows)} != DuckDB {sorted(duck_rows)}"
+        )
     for key, s_row in spark_rows.items():
         d_row = duck_rows[key]
         differ = [c for c in exact if int(s_row[c]) != int(d_row[c])]
@@ -301,7 +317,9 @@ def check_agreement(spark: Any, con: Any, path: str, globs: list[str], say: Call
             )
     produce = next(r for k, r in spark_rows.items() if k[1] == "Produce")
     pcts = "/".join(str(produce[f"p{p}_us"]) for p in jobs.PERCENTILES)
-    say(f"agree: API latency: {len(spark_rows)} rows, every count and percentile (Produce p50/p95/p99 {pcts} us)")
+    say(
+        f"agree: API latency: {len(spark_rows)} rows, every count and percentile (Produce p50/p95/p99 {pcts} us)"
+    )
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -315,17 +333,23 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3, help="runs per query and engine; the best counts")
     parser.add_argument("--cores", type=int, default=2, help="Spark local[N] and DuckDB threads (default: 2)")
     parser.add_argument("--driver-memory", default="3g", help="spark.driver.memory (default: 3g)")
-    parser.add_argument("--data", type=Path, help="data directory to keep and reuse (default: a temporary one)")
+    parser.add_argument(
+        "--data", type=Path, help="data directory to keep and reuse (default: a temporary one)"
+    )
     parser.add_argument(
         "--conf",
         action="append",
         default=[],
-        type=lambda text: tuple(text.split("=", 1)) if "=" in text else parser.error(f"--conf {text}: KEY=VALUE"),
+        type=lambda text: (
+            tuple(text.split("=", 1)) if "=" in text else parser.error(f"--conf {text}: KEY=VALUE")
+        ),
         metavar="KEY=VALUE",
         help="a Spark setting for the session (repeatable), over the bench's own",
     )
     parser.add_argument(
-        "--check-target", action="store_true", help=f"exit 3 unless Spark <= {TARGET:g} x DuckDB at the largest size"
+        "--check-target",
+        action="store_true",
+        help=f"exit 3 unless Spark <= {TARGET:g} x DuckDB at the largest size",
     )
     args = parser.parse_args(argv)
     if args.quick:
@@ -415,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
 
         say("")
-        say(f"{'rows':>12}  {'Spark s':>8}  {'DuckDB s':>8}  {'ratio':>6}  {'Spark rows/s':>13}  {'DuckDB rows/s':>13}")
+        say(
+            f"{'rows':>12}  {'Spark s':>8}  {'DuckDB s':>8}  {'ratio':>6}  {'Spark rows/s':>13}  {'DuckDB rows/s':>13}"
+        )
         for size, queries in results.items():
             spark_s = sum(s for s, _ in queries.values())
             duck_s = sum(d for _, d in queries.values())
@@ -427,7 +453,9 @@ def main(argv: list[str] | None = None) -> int:
         largest = max(results)
         ratio = sum(s for s, _ in results[largest].values()) / sum(d for _, d in results[largest].values())
         met = ratio <= TARGET
-        say(f"target Spark <= {TARGET:g} x DuckDB at {largest:,} rows: {'met' if met else 'NOT met'} ({ratio:.2f})")
+        say(
+            f"target Spark <= {TARGET:g} x DuckDB at {largest:,} rows: {'met' if met else 'NOT met'} ({ratio:.2f})"
+        )
         spark.stop()
         return 3 if args.check_target and not met else 0
     finally:

@@ -33,6 +33,7 @@ importable):
     .venv/bin/python scripts/bench_throughput.py --quick         # 100,000 x 100 B smoke run
     .venv/bin/python scripts/bench_throughput.py --messages 20000 --size 100 --topics 4
     .venv/bin/python scripts/bench_throughput.py --quota-entities 3000  # more quota entities
+    .venv/bin/python scripts/bench_throughput.py --transactional 1000  # transactions, read_committed
 
 or as `scripts/bench_throughput.py ...` with the virtualenv activated (the shebang is
 `/usr/bin/env python3`). `--repeat 3` runs three rounds, each on a fresh broker and a fresh
@@ -61,6 +62,10 @@ How it is made comparable:
   either broker fills librdkafka's prefetch queue, and with the default 1 s backoff on a
   full queue those pauses, not the brokers, set both rates (about 250k msg/s either way).
 - MB/s counts payload bytes only (N x B), in 10^6 bytes.
+
+With `--transactional N` the producer is transactional (acks=all, idempotent), commits
+every N messages, and the consumer reads read_committed; only this broker plain and the
+mock run, and the stored-offsets check counts each transaction's markers.
 
 Exit status: 0 when every run completed (whatever the ratios, unless `--min-ratio` or
 `--min-quota-ratio` is given and not met: 3), 1 when a run failed (timeout, lost messages,
@@ -163,7 +168,14 @@ def start_broker(partitions: int, metrics: bool = False) -> Iterator[BrokerProce
     """`python -m broker` on a free port, with `partitions` per auto-created topic and,
     with `metrics`, the metrics sink writing to a temporary directory."""
     with tempfile.TemporaryDirectory(prefix="bench-metrics-") as metrics_dir:
-        args = ["--port", "0", "--override", "log.retention.bytes=-1", "--override", f"num.partitions={partitions}"]
+        args = [
+            "--port",
+            "0",
+            "--override",
+            "log.retention.bytes=-1",
+            "--override",
+            f"num.partitions={partitions}",
+        ]
         if metrics:
             args += ["--metrics-dir", metrics_dir]
         with BrokerProcess(*args) as broker:
@@ -226,15 +238,27 @@ def _create_topics(producer: Producer, topics: list[str]) -> dict[str, list[int]
 
 
 def run(
-    bootstrap: str, topics: list[str], messages: int, size: int, cpu: Callable[[], float | None] | None = None
+    bootstrap: str,
+    topics: list[str],
+    messages: int,
+    size: int,
+    cpu: Callable[[], float | None] | None = None,
+    per_transaction: int = 0,
 ) -> Rates:
     """Produces then consumes `messages` messages of `size` bytes over `topics` at `bootstrap`;
-    `cpu` reads the broker's CPU seconds so far, when it has a process of its own."""
+    `cpu` reads the broker's CPU seconds so far, when it has a process of its own. With
+    `per_transaction`, a transactional producer commits every that many messages and the
+    consumer reads read_committed."""
     produce_cpu: list[float | None] = []
     consume_cpu: list[float | None] = []
-    targets, produce_s = produce_phase(bootstrap, topics, messages, size, _reader(cpu, produce_cpu))
-    _check_stored(bootstrap, targets, messages)
-    consume_s = consume_phase(bootstrap, targets, messages, _reader(cpu, consume_cpu))
+    targets, produce_s = produce_phase(
+        bootstrap, topics, messages, size, _reader(cpu, produce_cpu), per_transaction
+    )
+    transactions = math.ceil(messages / per_transaction) if per_transaction else 0
+    _check_stored(bootstrap, targets, messages, transactions * min(len(targets), per_transaction))
+    consume_s = consume_phase(
+        bootstrap, targets, messages, _reader(cpu, consume_cpu), committed_only=per_transaction > 0
+    )
     return Rates(produce_s, consume_s, messages, size, _spent(produce_cpu), _spent(consume_cpu))
 
 
@@ -250,21 +274,29 @@ def _spent(readings: list[float | None]) -> float | None:
 
 
 def produce_phase(
-    bootstrap: str, topics: list[str], messages: int, size: int, clock_edge: Callable[[], None] = lambda: None
+    bootstrap: str,
+    topics: list[str],
+    messages: int,
+    size: int,
+    clock_edge: Callable[[], None] = lambda: None,
+    per_transaction: int = 0,
 ) -> tuple[list[tuple[str, int]], float]:
     errors: list[str] = []
     plog, plines = _client_logger("producer")
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": CLIENT_ID,
-            "acks": 1,
-            "linger.ms": 5,
-            "logger": plog,
-            "error_cb": lambda err: errors.append(str(err)),
-        }
-    )
+    config: dict[str, object] = {
+        "bootstrap.servers": bootstrap,
+        "client.id": CLIENT_ID,
+        "acks": 1,
+        "linger.ms": 5,
+        "logger": plog,
+        "error_cb": lambda err: errors.append(str(err)),
+    }
+    if per_transaction:  # transactions need acks=all (idempotence)
+        config.update({"acks": "all", "transactional.id": f"bench-{os.getpid()}-{time.monotonic_ns()}"})
+    producer = Producer(config)
     layout = _create_topics(producer, topics)
+    if per_transaction:
+        producer.init_transactions(30)
     targets = [(topic, partition) for topic in topics for partition in layout[topic]]
     value = os.urandom(size)
 
@@ -273,7 +305,12 @@ def produce_phase(
     n_targets = len(targets)
     clock_edge()
     start = time.perf_counter()
+    if per_transaction:
+        producer.begin_transaction()
     for i in range(messages):
+        if per_transaction and i and i % per_transaction == 0:
+            producer.commit_transaction(STALL_SECONDS * 4)
+            producer.begin_transaction()
         topic, partition = targets[i % n_targets]
         while True:
             try:
@@ -283,6 +320,8 @@ def produce_phase(
                 poll(0.001)
         if i & 1023 == 0:
             poll(0)
+    if per_transaction:
+        producer.commit_transaction(STALL_SECONDS * 4)
     left = producer.flush(STALL_SECONDS * 4)
     produce_s = time.perf_counter() - start
     clock_edge()
@@ -296,6 +335,7 @@ def consume_phase(
     targets: list[tuple[str, int]],
     messages: int,
     clock_edge: Callable[[], None] = lambda: None,
+    committed_only: bool = False,
 ) -> float:
     errors: list[str] = []
     clog, clines = _client_logger("consumer")
@@ -305,6 +345,7 @@ def consume_phase(
             "client.id": CLIENT_ID,
             "group.id": "bench-throughput",
             "enable.auto.commit": False,
+            "isolation.level": "read_committed" if committed_only else "read_uncommitted",
             # The Python loop drains slower than either broker fills librdkafka's prefetch
             # queue; on "queue full" the client stops fetching for fetch.queue.backoff.ms
             # (1 s by default), and those pauses, not the brokers, would set both rates.
@@ -341,9 +382,9 @@ def consume_phase(
     return consume_s
 
 
-def _check_stored(bootstrap: str, targets: list[tuple[str, int]], messages: int) -> None:
+def _check_stored(bootstrap: str, targets: list[tuple[str, int]], messages: int, markers: int = 0) -> None:
     """Outside the timings: every message must still be there (librdkafka's mock drops
-    batches beyond 5 MiB per partition)."""
+    batches beyond 5 MiB per partition), and every transaction's marker in each partition."""
     checker = Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "bench-check", "logger": _client_logger("check")[0]}
     )
@@ -361,8 +402,10 @@ def _check_stored(bootstrap: str, targets: list[tuple[str, int]], messages: int)
             stored += high
     finally:
         checker.close()
-    if stored != messages:
-        raise BenchError(f"{bootstrap}: {stored} messages stored, {messages} produced")
+    if stored != messages + markers:
+        raise BenchError(
+            f"{bootstrap}: {stored} offsets stored, {messages} messages and {markers} markers produced"
+        )
 
 
 def default_topics(messages: int, size: int, partitions: int) -> int:
@@ -404,6 +447,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="quota entities besides the benchmark's own in the run with quotas (default 300)",
     )
     parser.add_argument(
+        "--transactional",
+        type=int,
+        default=0,
+        metavar="N",
+        help="transactional producer committing every N messages, read_committed consumer;\n"
+        "this broker plain against the mock only (default 0: not transactional)",
+    )
+    parser.add_argument(
         "--min-quota-ratio",
         type=float,
         default=None,
@@ -414,8 +465,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         args.messages = 100_000 if args.quick else 1_000_000
     if min(args.messages, args.size, args.repeat, args.topics or 1) < 1:
         parser.error("--messages, --size, --topics and --repeat must be positive")
-    if args.quota_entities < 0:
-        parser.error("--quota-entities must be at least 0")
+    if args.quota_entities < 0 or args.transactional < 0:
+        parser.error("--quota-entities and --transactional must be at least 0")
     return args
 
 
@@ -438,15 +489,27 @@ def main(argv: list[str] | None = None) -> int:
                     topics = [f"bench-{i}" for i in range(n_topics)]
                     _print_setup(args, n_topics, partitions)
                 # Plain, with quotas and with the metrics sink, rotating which goes first.
-                variants = (OURS, QUOTAS, METRICS)
-                for name in variants[round_ % 3 :] + variants[: round_ % 3]:
+                variants = (OURS,) if args.transactional else (OURS, QUOTAS, METRICS)
+                first = round_ % len(variants)
+                for name in variants[first:] + variants[:first]:
                     with start_broker(partitions, metrics=name == METRICS) as broker:
                         bootstrap = broker.bootstrap_servers()
                         if name == QUOTAS:
                             configure_quotas(bootstrap, args.quota_entities)
-                        results[name].append(run(bootstrap, topics, args.messages, args.size, broker.cpu_seconds))
+                        results[name].append(
+                            run(
+                                bootstrap,
+                                topics,
+                                args.messages,
+                                args.size,
+                                broker.cpu_seconds,
+                                args.transactional,
+                            )
+                        )
                     _report_line(name, results[name][-1])
-                results[THEIRS].append(run(mock.bootstrap_servers, topics, args.messages, args.size))
+                results[THEIRS].append(
+                    run(mock.bootstrap_servers, topics, args.messages, args.size, None, args.transactional)
+                )
                 _report_line(THEIRS, results[THEIRS][-1])
             finally:
                 mock.close()
@@ -455,6 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
     ours, quotas, theirs = results[OURS], results[QUOTAS], results[THEIRS]
+    if args.transactional:
+        return _report_transactional(args, ours, theirs)
     if args.repeat > 1:
         print(f"best of {args.repeat} rounds:")
         _report_line(OURS, _best(ours))
@@ -473,7 +538,9 @@ def main(argv: list[str] | None = None) -> int:
     metrics = results[METRICS]
     metrics_produce = max(r.produce_msgs() for r in metrics) / max(r.produce_msgs() for r in ours)
     metrics_consume = max(r.consume_msgs() for r in metrics) / max(r.consume_msgs() for r in ours)
-    print(f"produce ratio metrics on/off: {metrics_produce:.3f}  (target >= 0.90; one Parquet row per request)")
+    print(
+        f"produce ratio metrics on/off: {metrics_produce:.3f}  (target >= 0.90; one Parquet row per request)"
+    )
     print(f"consume ratio metrics on/off: {metrics_consume:.3f}  (target >= 0.90)", flush=True)
     best_plain, best_quotas = _best(ours), _best(quotas)
     for phase, plain_cpu, quota_cpu in (
@@ -494,6 +561,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         status = 3
     return status
+
+
+def _report_transactional(args: argparse.Namespace, ours: list[Rates], theirs: list[Rates]) -> int:
+    if args.repeat > 1:
+        print(f"best of {args.repeat} rounds:")
+        _report_line(OURS, _best(ours))
+        _report_line(THEIRS, _best(theirs))
+    produce_ratio = max(r.produce_msgs() for r in ours) / max(r.produce_msgs() for r in theirs)
+    consume_ratio = max(r.consume_msgs() for r in ours) / max(r.consume_msgs() for r in theirs)
+    every = f"transactional, {args.transactional:,} messages per transaction"
+    print(f"produce ratio ours/theirs: {produce_ratio:.3f}  ({every})")
+    print(f"consume ratio ours/theirs: {consume_ratio:.3f}  (read_committed)", flush=True)
+    best = _best(ours)
+    for phase, cpu in (("produce", best.produce_cpu), ("consume", best.consume_cpu)):
+        if cpu is not None:
+            print(f"{phase} broker CPU per message: {cpu / args.messages * 1e6:.2f} us", flush=True)
+    if args.min_ratio is not None and min(produce_ratio, consume_ratio) < args.min_ratio:
+        print(f"bench_throughput: a ratio is below --min-ratio {args.min_ratio}", file=sys.stderr)
+        return 3
+    return 0
 
 
 def _best(rounds: list[Rates]) -> Rates:
@@ -528,8 +615,13 @@ def _print_setup(args: argparse.Namespace, n_topics: int, partitions: int) -> No
     import confluent_kafka
 
     per_partition = args.messages * (args.size + RECORD_OVERHEAD) / (n_topics * partitions)
+    mode = (
+        f"transactional ({args.transactional:,} per transaction), acks=all"
+        if args.transactional
+        else "acks=1"
+    )
     print(
-        f"bench_throughput: {args.messages:,} x {args.size} B messages, acks=1, linger.ms=5, "
+        f"bench_throughput: {args.messages:,} x {args.size} B messages, {mode}, linger.ms=5, "
         f"{n_topics} topics x {partitions} partitions (~{per_partition / 2**20:.2f} MiB each); "
         f"confluent-kafka {confluent_kafka.version()}, librdkafka {confluent_kafka.libversion()[0]}",
         flush=True,
