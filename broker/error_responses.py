@@ -66,6 +66,24 @@ LEVELS: dict[int, Level] = {
     ),
     ApiKey.ALTER_CLIENT_QUOTAS: Level(("entries",), "entries", (("entity", "entity"),)),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
+    # v0-3, the producers' form (v4+ has a top-level error code)
+    ApiKey.ADD_PARTITIONS_TO_TXN: Level(
+        ("v3_and_below_topics",),
+        "results_by_topic_v3_and_below",
+        (("name", "name"),),
+        Level(("partitions",), "results_by_partition", (("partition_index", ""),)),
+        True,
+    ),
+    ApiKey.TXN_OFFSET_COMMIT: _topics("topics", "topics", _PARTITION, ("name", "name")),
+    ApiKey.DESCRIBE_PRODUCERS: _topics(
+        "topics",
+        "topics",
+        Level(("partition_indexes",), "partitions", (("partition_index", ""),)),
+        ("name", "name"),
+    ),
+    ApiKey.DESCRIBE_TRANSACTIONS: Level(
+        ("transactional_ids",), "transaction_states", (("transactional_id", ""),)
+    ),
 }
 # Versions whose entries live elsewhere than LEVELS says.
 _OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
@@ -80,6 +98,8 @@ def level_for(api_key: int, version: int) -> Level | None:
         return _GROUPED_OFFSET_FETCH
     if api_key == ApiKey.FIND_COORDINATOR and version >= 4:
         return _COORDINATOR_KEYS
+    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and version >= 4:
+        return None  # the brokers' batched form: answered with its top-level error code
     return LEVELS.get(api_key)
 
 
@@ -140,8 +160,9 @@ def _mirror(entry_class: Any, level: Level, entry: Any, code: int) -> Any:
             value = [target(version=None, **_plain(item, target)) for item in value]
         setattr(answer, response_field, value)
     fields = entry_class.fields
-    if "error_code" in fields:
-        answer.error_code = code
+    for name in ("error_code", "partition_error_code"):
+        if name in fields:
+            setattr(answer, name, code)
     for name in _UNKNOWN_AS_MINUS_ONE:
         if name in fields:
             setattr(answer, name, -1)

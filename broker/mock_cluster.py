@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from broker.harness.admin_http import AdminServer
 
 T = TypeVar("T")
+log = logging.getLogger("broker.cluster")
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
@@ -203,7 +205,10 @@ class MockCluster:
         interval = self.state.config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
         while True:
             await asyncio.sleep(max(1, interval) / 1000)
-            self.transactions.abort_timed_out()
+            try:
+                self.transactions.abort_timed_out()
+            except Exception:  # one bad pass must not end the task
+                log.exception("aborting timed-out transactions failed")
 
     async def _clean_logs(self) -> None:
         """Kafka's log cleaner: every `log.cleaner.backoff.ms`, each compacted partition
@@ -214,7 +219,10 @@ class MockCluster:
             for topic in list(self.state.topics.values()):
                 for partition in topic.partitions:
                     if partition.log.compaction is not None:
-                        partition.log.clean(now_ms)
+                        try:
+                            partition.log.clean(now_ms)
+                        except Exception:  # one partition must not stop the cleaner
+                            log.exception("cleaning %s-%d failed", topic.name, partition.index)
 
     async def __aenter__(self) -> MockCluster:
         return await self.start()

@@ -115,7 +115,6 @@ class ClientQuotaManager:
         # every request, as Kafka's getOrCreateQuotaSensors does.
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
-        # Where a request is measured when the callback fails: no tags, no limit.
         self.set_callback(callback)
 
     def set_callback(self, callback: ClientQuotaCallback) -> None:

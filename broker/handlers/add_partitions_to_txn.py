@@ -16,6 +16,7 @@ from kafka.protocol.producer import AddPartitionsToTxnResponse
 
 from broker.context import RequestContext
 from broker.handlers.transactional import coordinator_error, fenced_for_version
+from broker.state.cluster import INTERNAL_TOPICS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -23,7 +24,6 @@ API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 TransactionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
 
 

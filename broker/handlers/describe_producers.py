@@ -10,7 +10,6 @@ from kafka.protocol.admin.transactions import DescribeProducersResponse
 from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
 TopicResult = DescribeProducersResponse.TopicResponse
@@ -44,7 +43,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 PartitionResult(
                     partition_index=index,
                     error_code=error,
-                    error_message=None if error == ErrorCode.NONE else None,
+                    error_message=None,
                     active_producers=active,
                 )
             )

@@ -2,7 +2,8 @@
 many keys at once).
 
 The answer is the coordinator's endpoint on the listener the client came in on: the
-leader of the key's partition of __consumer_offsets or __transaction_state.
+key's partition of __consumer_offsets or __transaction_state, as Kafka hashes it, spread
+over the live brokers (the mock has no such topics to lead).
 """
 
 from __future__ import annotations

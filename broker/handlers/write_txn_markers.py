@@ -4,8 +4,8 @@ Kafka's coordinator sends it to leaders; administrators send it to abort a hangi
 transaction (`kafka-transactions.sh abort`, KafkaAdminClient.abort_transaction). Markers
 for __consumer_offsets partitions complete the group's pending transactional offsets.
 A marker older than the producer's epoch is refused (INVALID_PRODUCER_EPOCH), and one
-from an older coordinator epoch too (TRANSACTION_COORDINATOR_FENCED); an administrator's
-coordinator epoch of -1 passes that check, as in Kafka.
+from an older coordinator epoch than the partition last saw for the producer too
+(TRANSACTION_COORDINATOR_FENCED, ProducerAppendInfo.checkCoordinatorEpoch).
 """
 
 from __future__ import annotations
@@ -29,12 +29,10 @@ PartitionResult = TopicResult.WritableTxnMarkerPartitionResult
 
 
 def _write(ctx: RequestContext, marker: Any, topic_name: str, index: int) -> int:
+    if marker.producer_id < 0 or marker.producer_epoch < 0:
+        return ErrorCode.INVALID_PRODUCER_EPOCH
     if topic_name == OFFSETS_TOPIC:
-        for group_id in list(ctx.groups.pending_offsets):
-            if ctx.groups.partition_for(group_id) == index:
-                ctx.groups.complete_transactional_offsets(
-                    group_id, marker.producer_id, marker.transaction_result
-                )
+        ctx.groups.complete_transactional_offsets(index, marker.producer_id, marker.transaction_result)
         return ErrorCode.NONE
     topic, error = find_topic(ctx, topic_name, None)
     if topic is None:
@@ -46,7 +44,7 @@ def _write(ctx: RequestContext, marker: Any, topic_name: str, index: int) -> int
     known_epoch = log.producer_epoch(marker.producer_id)
     if known_epoch is not None and marker.producer_epoch < known_epoch:
         return ErrorCode.INVALID_PRODUCER_EPOCH
-    if 0 <= marker.coordinator_epoch < log.coordinator_epoch(marker.producer_id):
+    if marker.coordinator_epoch < log.coordinator_epoch(marker.producer_id):
         return ErrorCode.TRANSACTION_COORDINATOR_FENCED
     log.append_marker(
         marker.producer_id,

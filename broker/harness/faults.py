@@ -298,7 +298,7 @@ def _topic_name(ctx: RequestContext, entry: Any) -> str | None:
 
 
 def _index(level: Level, entry: Any) -> int:
-    return int(getattr(entry, level.keys[0][1]))
+    return entry if isinstance(entry, int) else int(getattr(entry, level.keys[0][1]))
 
 
 def _answer(

@@ -3,11 +3,13 @@ segment's unit of work.
 
 What Kafka does and this follows: the active segment (here: the batches appended since
 the last roll, by `segment.ms` measured on record timestamps or `segment.bytes`) is never
-cleaned, nor anything younger than `min.compaction.lag.ms`; a partition is cleaned when
+cleaned, nor anything from the last stable offset on (open transactions) or younger than
+`min.compaction.lag.ms`; a partition is cleaned when
 its dirty share (bytes appended since the last cleaning, over the cleanable bytes)
 exceeds `min.cleanable.dirty.ratio`, or its oldest dirty record is older than
 `max.compaction.lag.ms`. Cleaning keeps the latest record of each key (the offset map is
-built over the dirty part), drops records without a key, keeps tombstones (null values)
+built over the dirty part, aborted transactions left out), drops records without a key
+and the batches of aborted transactions, keeps tombstones (null values)
 for `delete.retention.ms` after the cleaning that first saw them (KIP-534's delete
 horizon) and rewrites batches as MemoryRecords.filterTo does: same base and last offset,
 producer state and compression. A batch left empty goes, unless it is its producer's
@@ -19,11 +21,11 @@ task, every `log.cleaner.backoff.ms`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
-from broker.state.records import CONTROL_FLAG, decode_records, rebuild_batch
+from broker.state.records import CONTROL_FLAG, decode_records, header_base_offset, rebuild_batch
 
 LONG_MAX = 2**63 - 1
 
@@ -46,15 +48,20 @@ class Batch(Protocol):
     data: memoryview
 
 
-def latest_offsets(dirty: Iterable[Batch]) -> dict[bytes, int]:
-    """Kafka's OffsetMap: the last offset of each key in the dirty batches."""
+B = TypeVar("B", bound=Batch)
+
+
+def latest_offsets(dirty: Iterable[B], aborted: Callable[[B], bool]) -> dict[bytes, int]:
+    """Kafka's OffsetMap: the last offset of each key in the dirty batches; control
+    batches and the batches of aborted transactions do not count."""
     latest: dict[bytes, int] = {}
     for batch in dirty:
-        if _is_control(batch):
+        if _is_control(batch) or aborted(batch):
             continue
+        base = batch.base_offset - header_base_offset(batch.data)
         for record in decode_records(batch.data):
             if record.key is not None:
-                latest[bytes(record.key)] = batch.base_offset + record.offset
+                latest[bytes(record.key)] = base + record.offset
     return latest
 
 
@@ -70,19 +77,28 @@ class Cleaned:
 
 
 def clean_batch(
-    batch: Batch, latest: Mapping[bytes, int], delete_horizon_ms: int, now_ms: int, delete_retention_ms: int
+    batch: Batch,
+    latest: Mapping[bytes, int],
+    now_ms: int,
+    delete_retention_ms: int,
+    delete_horizon_ms: int = -1,
+    aborted: bool = False,
 ) -> Cleaned:
     """Cleaner.shouldRetainRecord over one batch: a record stays unless a later record
-    has its key, it has no key, or it is a tombstone past the batch's delete horizon."""
+    has its key, it has no key, or it is a tombstone past the batch's delete horizon; an
+    aborted transaction's batch goes whole. Markers stay."""
     if _is_control(batch):
         return Cleaned(None, 1, 1, delete_horizon_ms)
     records = decode_records(batch.data)
+    if aborted:
+        return Cleaned(rebuild_batch(batch.data, []), len(records), 0, delete_horizon_ms)
+    base = batch.base_offset - header_base_offset(batch.data)
     drop_tombstones = 0 <= delete_horizon_ms <= now_ms
     kept = []
     tombstones = False
     for record in records:
         key = record.key
-        if key is None or latest.get(bytes(key), -1) > batch.base_offset + record.offset:
+        if key is None or latest.get(bytes(key), -1) > base + record.offset:
             continue
         if record.value is None:
             if drop_tombstones:

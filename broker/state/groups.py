@@ -59,6 +59,19 @@ def kafka_abs(value: int) -> int:
     return 0 if value == -(2**31) else abs(value)
 
 
+def partition_of(key: str, partitions: int) -> int:
+    """The partition of an internal topic (__consumer_offsets, __transaction_state) a
+    group id or transactional id maps to: Utils.abs(key.hashCode) % partitions."""
+    return kafka_abs(java_string_hash(key)) % partitions
+
+
+def coordinator_of(cluster: ClusterState, partition: int) -> int:
+    """The live broker leading that internal partition (the mock spreads them over the
+    live brokers), or -1 when none is up."""
+    live = cluster.live_broker_ids()
+    return live[partition % len(live)] if live else -1
+
+
 # -- results handed back to handlers ---------------------------------------------
 @dataclass(slots=True)
 class JoinMember:
@@ -266,7 +279,8 @@ class ClassicGroup:
                 return error
             if generation_id != self.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif self.state != EMPTY:
+        elif not transactional and self.state != EMPTY:
+            # Transactional commits without a member (the group-id form) are accepted.
             return ErrorCode.UNKNOWN_MEMBER_ID
         if self.state == COMPLETING_REBALANCE and not transactional:
             return ErrorCode.REBALANCE_IN_PROGRESS
@@ -418,14 +432,11 @@ class GroupCoordinator:
     # -- placement ------------------------------------------------------------------
     def partition_for(self, group_id: str) -> int:
         """The __consumer_offsets partition of the group, as Kafka computes it."""
-        return kafka_abs(java_string_hash(group_id)) % self.offsets_topic_partitions
+        return partition_of(group_id, self.offsets_topic_partitions)
 
     def coordinator_for(self, group_id: str) -> int:
         """Node id of the live broker coordinating the group, or -1 when none is up."""
-        live = self.cluster.live_broker_ids()
-        if not live:
-            return -1
-        return live[self.partition_for(group_id) % len(live)]
+        return coordinator_of(self.cluster, self.partition_for(group_id))
 
     # -- timers ---------------------------------------------------------------------
     def _schedule(self, key: tuple[str, ...], delay_ms: int, callback: Callable[[], None]) -> None:
@@ -1024,15 +1035,17 @@ class GroupCoordinator:
         pending = self.pending_offsets.setdefault(group_id, {}).setdefault(producer_id, {})
         return self._store(pending, offsets)
 
-    def complete_transactional_offsets(self, group_id: str, producer_id: int, commit: bool) -> None:
-        """The transaction's marker reached the offsets partition: its offsets become the
-        group's committed offsets, or are dropped on abort."""
-        by_producer = self.pending_offsets.get(group_id)
-        pending = by_producer.pop(producer_id, None) if by_producer is not None else None
-        if by_producer is not None and not by_producer:
-            del self.pending_offsets[group_id]
-        if commit and pending:
-            self.offsets.setdefault(group_id, {}).update(pending)
+    def complete_transactional_offsets(self, offsets_partition: int, producer_id: int, commit: bool) -> None:
+        """The transaction's marker reached a __consumer_offsets partition: the producer's
+        offsets for every group on it become committed offsets, or are dropped on abort
+        (OffsetMetadataManager.replayEndTransactionMarker)."""
+        for group_id in [g for g in self.pending_offsets if self.partition_for(g) == offsets_partition]:
+            by_producer = self.pending_offsets[group_id]
+            pending = by_producer.pop(producer_id, None)
+            if not by_producer:
+                del self.pending_offsets[group_id]
+            if commit and pending:
+                self.offsets.setdefault(group_id, {}).update(pending)
 
     def has_pending_offsets(self, group_id: str, topic: str, partition: int) -> bool:
         """KIP-447: an open transaction holds an offset for this partition (OffsetFetch

@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from broker.state.compaction import CompactionConfig, clean_batch, latest_offsets
+from broker.state.compaction import Cleaned, CompactionConfig, clean_batch, latest_offsets
 from broker.state.records import (
     CONTROL_FLAG,
     TRANSACTIONAL_FLAG,
@@ -26,6 +26,7 @@ from broker.state.records import (
     batch_max_timestamp,
     batch_prefix,
     control_batch,
+    producer_id_of,
     record_timestamps,
     set_log_append_time,
     split_batches,
@@ -117,7 +118,9 @@ class PartitionLog:
     def last_stable_offset(self) -> int:
         """The first offset of the earliest open transaction, else the high watermark:
         how far a read_committed consumer may read."""
-        return min(self._ongoing.values(), default=self.log_end_offset)
+        if not self._ongoing:
+            return self.log_end_offset
+        return max(min(self._ongoing.values()), self.log_start_offset)
 
     def append_marker(
         self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, leader_epoch: int
@@ -128,7 +131,9 @@ class PartitionLog:
             producer_id, producer_epoch, commit, coordinator_epoch, int(time.time() * 1000)
         )
         offset = self.append(split_batches(marker), leader_epoch)
-        self._producers[producer_id].coordinator_epoch = coordinator_epoch
+        state = self._producers.get(producer_id)
+        if state is not None:
+            state.coordinator_epoch = coordinator_epoch
         first = self._ongoing.pop(producer_id, None)
         if first is not None and not commit:
             self.aborted.append((producer_id, first, offset))
@@ -153,10 +158,9 @@ class PartitionLog:
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping
         [fetch_offset, upper_offset), as Kafka's collectAbortedTransactions gives them."""
+        start = bisect.bisect_left(self.aborted, fetch_offset, key=lambda entry: entry[2])
         return [
-            (producer_id, first)
-            for producer_id, first, last in self.aborted
-            if last >= fetch_offset and first < upper_offset
+            (producer_id, first) for producer_id, first, _ in self.aborted[start:] if first < upper_offset
         ]
 
     def append(self, batches: list[BatchInfo], leader_epoch: int = 0, append_time_ms: int = -1) -> int:
@@ -230,7 +234,8 @@ class PartitionLog:
         if config is None:
             return 0
         first = self._first
-        end_offset = max(self._active_base, self.log_start_offset)  # the active segment is never cleaned
+        # neither the active segment nor an open transaction is cleaned
+        end_offset = max(min(self._active_base, self.last_stable_offset), self.log_start_offset)
         end = bisect.bisect_left(self._base_offsets, end_offset, lo=first)
         if config.min_compaction_lag_ms > 0:
             for index in range(first, end):
@@ -250,29 +255,39 @@ class PartitionLog:
         )
         if not due:
             return 0
-        try:
-            removed = self._clean(cleanable, latest_offsets(dirty), now_ms, config.delete_retention_ms)
+        try:  # every batch is cleaned before any is replaced: a failure changes nothing
+            latest = latest_offsets(dirty, self._aborted_batch)
+            cleaned = [
+                clean_batch(
+                    b, latest, now_ms, config.delete_retention_ms, b.delete_horizon_ms, self._aborted_batch(b)
+                )
+                for b in cleanable
+            ]
         except UndecodableBatch as exc:
-            self._warn_undecodable(exc)
+            log.warning("not cleaning a partition whose records cannot be decoded: %s", exc)
             return 0
         self.first_dirty_offset = cleanable[-1].last_offset + 1
-        return removed
+        return self._replace(cleanable, cleaned)
 
-    def _clean(
-        self, cleanable: list[_StoredBatch], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int
-    ) -> int:
+    def _aborted_batch(self, stored: _StoredBatch) -> bool:
+        """Whether the batch belongs to a transaction that was aborted here."""
+        if not self.aborted or not int.from_bytes(stored.data[21:23], "big") & TRANSACTIONAL_FLAG:
+            return False
+        producer_id = producer_id_of(stored.data)
+        return any(p == producer_id and first <= stored.base_offset < last for p, first, last in self.aborted)
+
+    def _replace(self, cleanable: list[_StoredBatch], cleaned: list[Cleaned]) -> int:
         last_of_producer = {state.recent[-1][2] for state in self._producers.values() if state.recent}
         kept: list[_StoredBatch] = []
         removed = 0
-        for stored in cleanable:
-            cleaned = clean_batch(stored, latest, stored.delete_horizon_ms, now_ms, delete_retention_ms)
-            stored.delete_horizon_ms = cleaned.delete_horizon_ms
-            removed += cleaned.records_before - cleaned.records_after
-            if cleaned.data is not None:
-                self.size_bytes += len(cleaned.data) - len(stored.data)
-                stored.data = memoryview(cleaned.data)
+        for stored, result in zip(cleanable, cleaned, strict=True):
+            stored.delete_horizon_ms = result.delete_horizon_ms
+            removed += result.records_before - result.records_after
+            if result.data is not None:
+                self.size_bytes += len(result.data) - len(stored.data)
+                stored.data = memoryview(result.data)
                 stored.max_timestamp = batch_max_timestamp(stored.data)
-            if cleaned.records_after == 0 and stored.base_offset not in last_of_producer:
+            if result.records_after == 0 and stored.base_offset not in last_of_producer:
                 self.size_bytes -= len(stored.data)
                 continue
             kept.append(stored)
@@ -355,6 +370,8 @@ class PartitionLog:
         self._first += 1
         self.size_bytes -= len(dropped.data)
         self.log_start_offset = dropped.last_offset + 1
+        if self.aborted and self.aborted[0][2] < self.log_start_offset:
+            self.aborted = [entry for entry in self.aborted if entry[2] >= self.log_start_offset]
 
     def _compact(self) -> None:
         if self._first > 1024 and self._first * 2 > len(self._batches):
@@ -373,8 +390,9 @@ class PartitionLog:
     ) -> tuple[bytes, int]:
         """`read`, and how many records (offsets) the batches hold, for the metrics; with
         `end_offset` (read_committed: the last stable offset) no batch from there on."""
-        index = bisect.bisect_right(self._base_offsets, offset, lo=self._first) - 1
-        index = max(index, self._first)
+        index = max(self._batch_index(offset), self._first)
+        if index < len(self._batches) and self._batches[index].last_offset < offset:
+            index += 1  # the offset fell in a gap compaction left: the next batch
         pieces: list[bytes | memoryview] = []
         taken = records = 0
         while index < len(self._batches):

@@ -158,9 +158,19 @@ def record_timestamps(batch: memoryview) -> Iterator[tuple[int, int]]:
         raise UndecodableBatch(f"{type(exc).__name__}: {exc}") from exc
 
 
+def header_base_offset(batch: memoryview) -> int:
+    """The baseOffset field as the producer wrote it (0 from every client we know); the
+    records' `offset` from kafka-python's decoder counts from it."""
+    return int.from_bytes(batch[:8], "big", signed=True)
+
+
+def producer_id_of(batch: memoryview) -> int:
+    return int.from_bytes(batch[43:51], "big", signed=True)
+
+
 def decode_records(batch: memoryview) -> list[DefaultRecord]:
-    """The records of a batch (decompressed); their `offset` is the offset delta, as a
-    stored batch's base offset is 0. Raises UndecodableBatch."""
+    """The records of a batch (decompressed); their `offset` is the header's base offset
+    plus the offset delta. Raises UndecodableBatch."""
     try:
         return list(DefaultRecordBatch(batch))
     except Exception as exc:
@@ -190,8 +200,9 @@ def rebuild_batch(original: memoryview, records: Sequence[DefaultRecord]) -> byt
         info.base_sequence,
         2**31 - 1,
     )
+    base = header_base_offset(original)
     for record in records:
-        builder.append(record.offset, record.timestamp, record.key, record.value, record.headers)
+        builder.append(record.offset - base, record.timestamp, record.key, record.value, record.headers)
     data = builder.build()
     (built_attributes,) = _ATTRIBUTES_AND_TIMESTAMPS.unpack_from(data, _ATTRIBUTES_OFFSET)
     kept_flags = attributes & (TIMESTAMP_TYPE_FLAG | CONTROL_FLAG)

@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from broker.state.cluster import ClusterState
-from broker.state.groups import GroupCoordinator, kafka_abs
+from broker.state.groups import GroupCoordinator, coordinator_of, partition_of
 from protocol.errors import ErrorCode
-from quotas.java import java_string_hash
 
 log = logging.getLogger("broker.transactions")
 
@@ -69,7 +68,6 @@ class TransactionMetadata:
     start_ms: int = -1  # when the ongoing transaction began (-1: none)
     last_update_ms: int = 0
 
-
     def to_dict(self) -> dict[str, object]:
         """The transaction as the Python API and the HTTP control plane show it."""
         return {
@@ -104,14 +102,11 @@ class TransactionCoordinator:
 
     def partition_for(self, transactional_id: str) -> int:
         """The __transaction_state partition of the id, as Kafka computes it."""
-        return kafka_abs(java_string_hash(transactional_id)) % self.state_partitions
+        return partition_of(transactional_id, self.state_partitions)
 
     def coordinator_for(self, transactional_id: str) -> int:
         """Node id of the live broker coordinating the id, or -1 when none is up."""
-        live = self.cluster.live_broker_ids()
-        if not live:
-            return -1
-        return live[self.partition_for(transactional_id) % len(live)]
+        return coordinator_of(self.cluster, self.partition_for(transactional_id))
 
     # -- InitProducerId --------------------------------------------------------------
     def init_producer_id(
@@ -154,11 +149,10 @@ class TransactionCoordinator:
         txn.last_update_ms = now
         return InitResult(ErrorCode.NONE, txn.producer_id, txn.producer_epoch)
 
-    def _bump_epoch(self, txn: TransactionMetadata, remember_last: bool = True) -> None:
+    def _bump_epoch(self, txn: TransactionMetadata) -> None:
         """The next epoch, or a new producer id once the epoch is exhausted; the last epoch
-        is remembered so that a retried InitProducerId gets the same answer (not when
-        fencing, as Kafka's prepareFenceProducerEpoch)."""
-        txn.last_producer_epoch = txn.producer_epoch if remember_last else NO_PRODUCER_EPOCH
+        is remembered so that a retried InitProducerId gets the same answer."""
+        txn.last_producer_epoch = txn.producer_epoch
         if txn.producer_epoch >= MAX_EPOCH - 1:
             txn.producer_id = self.cluster.next_producer_id()
             txn.producer_epoch = 0
@@ -245,12 +239,15 @@ class TransactionCoordinator:
         if txn.state == ONGOING:
             self._complete(txn, commit)
             return ErrorCode.NONE
-        # endTransactionWithTV1's table: a retry of the same outcome is fine (or waits),
-        # the other outcome is refused; Empty has nothing to end.
-        same, other = (COMPLETE_COMMIT, PREPARE_COMMIT) if commit else (COMPLETE_ABORT, PREPARE_ABORT)
-        if txn.state == same:
+        # endTransactionWithTV1's table: a retry of the same outcome succeeds once complete
+        # and waits while it is being prepared; anything else (the other outcome, or Empty
+        # with nothing to end) is INVALID_TXN_STATE.
+        completed, preparing = (
+            (COMPLETE_COMMIT, PREPARE_COMMIT) if commit else (COMPLETE_ABORT, PREPARE_ABORT)
+        )
+        if txn.state == completed:
             return ErrorCode.NONE
-        if txn.state == other:
+        if txn.state == preparing:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
 
@@ -259,6 +256,9 @@ class TransactionCoordinator:
         committed or dropped, then CompleteCommit/CompleteAbort."""
         txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
         for topic_name, index in sorted(txn.partitions):
+            if topic_name == OFFSETS_TOPIC:
+                self.groups.complete_transactional_offsets(index, txn.producer_id, commit)
+                continue
             topic = self.cluster.topics.get(topic_name)
             if topic is None or index >= len(topic.partitions):
                 continue  # deleted meanwhile: Kafka drops markers for unknown partitions
@@ -266,8 +266,6 @@ class TransactionCoordinator:
             partition.log.append_marker(
                 txn.producer_id, txn.producer_epoch, commit, coordinator_epoch, partition.leader_epoch
             )
-        for group_id in txn.groups:
-            self.groups.complete_transactional_offsets(group_id, txn.producer_id, commit)
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         txn.partitions.clear()
         txn.groups.clear()
@@ -277,7 +275,9 @@ class TransactionCoordinator:
         """PrepareEpochFence: the ongoing transaction is aborted under a bumped epoch, so
         the producer that started it is fenced (its next request carries the old epoch)."""
         txn.state = PREPARE_EPOCH_FENCE
-        self._bump_epoch(txn, remember_last=False)
+        # prepareFenceProducerEpoch: the same producer id, the epoch at most Short.MaxValue
+        txn.producer_epoch = min(txn.producer_epoch + 1, MAX_EPOCH)
+        txn.last_producer_epoch = NO_PRODUCER_EPOCH
         self._complete(txn, commit=False)
 
     # -- timeouts --------------------------------------------------------------------

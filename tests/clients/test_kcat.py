@@ -51,7 +51,9 @@ def test_kcat_produces_keyed_compressed_and_consumes_them_back(cluster: MockClus
     consumed: dict[int, list[tuple[bytes, bytes]]] = {}
     for line in out.splitlines():
         record = json.loads(line)
-        consumed.setdefault(record["partition"], []).append((record["key"].encode(), record["payload"].encode()))
+        consumed.setdefault(record["partition"], []).append(
+            (record["key"].encode(), record["payload"].encode())
+        )
     check_consumed(consumed, count=COUNT)
     assert len(consumed) == 3  # keys spread over the auto-created topic's partitions
 

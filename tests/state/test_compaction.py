@@ -18,7 +18,7 @@ from broker import MockCluster
 from broker.harness.wire import round_trip
 from broker.state.compaction import CompactionConfig
 from broker.state.log import PartitionLog
-from broker.state.records import split_batches
+from broker.state.records import decode_records, split_batches
 from tests.conftest import FAST
 
 COMPACTED = {
@@ -217,3 +217,39 @@ def test_a_producers_last_batch_stays_when_emptied() -> None:
     served = split_batches(log.read(0, 10**6))
     assert [b.record_count for b in served] == [0, 1, 1]  # 42's batch, empty; "plain"; "newest"
     assert served[0].producer_id == 42 and served[0].last_offset_delta == 0
+
+
+def _txn_batch(producer_id: int, *records: tuple[bytes, bytes], timestamp: int = 1000) -> bytes:
+    builder = DefaultRecordBatchBuilder(2, 0, True, producer_id, 0, 0, 2**20)
+    for offset, (key, value) in enumerate(records):
+        builder.append(offset, timestamp + offset, key, value, [])
+    return bytes(builder.build())
+
+
+def test_the_cleaner_ignores_aborted_records_and_keeps_open_transactions() -> None:
+    """An aborted value never shadows a committed one, aborted batches go, and nothing
+    from the last stable offset on is cleaned (Kafka's cleaner stops at the LSO)."""
+    log = PartitionLog()
+    log.compaction = CompactionConfig(min_cleanable_ratio=0.0, segment_bytes=1)  # a segment per append
+    log.append(split_batches(_txn_batch(7, (b"k", b"committed"))))
+    log.append_marker(7, 0, True, 0, 0)  # offset 1
+    log.append(split_batches(_txn_batch(8, (b"k", b"aborted"), timestamp=2000)))  # offset 2
+    log.append_marker(8, 0, False, 0, 0)  # offset 3
+    log.append(split_batches(_txn_batch(9, (b"k", b"open"), timestamp=3000)))  # offset 4, open
+    log.append(split_batches(_batch((b"other", b"x"), timestamp=4000)))  # offset 5 rolls again
+    assert log.last_stable_offset == 4
+    assert log.clean(now_ms=10**6) == 1  # the aborted record; "committed" stays, "open" untouched
+    values = [r.value for b in split_batches(log.read(0, 10**6)) for r in decode_records(b.data)]
+    assert b"committed" in values and b"open" in values and b"aborted" not in values
+
+
+def test_a_fetch_into_a_gap_left_by_compaction_gets_the_next_batch() -> None:
+    log = PartitionLog()
+    log.compaction = CompactionConfig(min_cleanable_ratio=0.0, segment_ms=10)
+    log.append(split_batches(_batch((b"a", b"1"))))  # offset 0
+    log.append(split_batches(_batch((b"b", b"1"), timestamp=2000)))  # offset 1: goes
+    log.append(split_batches(_batch((b"b", b"2"), timestamp=3000)))  # offset 2
+    log.append(split_batches(_batch((b"c", b"1"), timestamp=4000)))  # offset 3: active
+    assert log.clean(now_ms=10**6) == 1
+    (served,) = split_batches(log.read(1, 100))  # one batch: the one after the gap
+    assert [r.value for r in decode_records(served.data)] == [b"2"]

@@ -17,11 +17,13 @@ from kafka.protocol.producer import (
     InitProducerIdRequest,
     ProduceRequest,
     TxnOffsetCommitRequest,
+    WriteTxnMarkersRequest,
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker import MockCluster
 from broker.harness.wire import round_trip
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
@@ -234,3 +236,82 @@ def test_txn_offsets_are_unstable_until_the_commit(wire: Wire, sync_cluster: Moc
     assert wire.end("offsets", producer, commit=True) == ErrorCode.NONE
     assert fetched() == (ErrorCode.NONE, 42)
     consumer.close()
+
+
+def test_transaction_apis_pay_the_request_quota(wire: Wire, sync_cluster: MockCluster) -> None:
+    """The request quota applies to the coordinator's APIs as to any other (KafkaApis'
+    sendResponseMaybeThrottle): a tiny request_percentage throttles InitProducerId."""
+    sync_cluster.quotas.alter({"client-id": "raw"}, set={"request_percentage": 0.0001})
+    response = wire(InitProducerIdRequest[4](transactional_id="slow", transaction_timeout_ms=60_000))
+    assert response.error_code == ErrorCode.NONE
+    assert response.throttle_time_ms > 0
+
+
+def test_offsets_of_every_group_on_the_offsets_partition_complete(
+    wire: Wire, sync_cluster: MockCluster
+) -> None:
+    """group-8 and group-20 share __consumer_offsets partition 6: adding one adds the
+    partition, and the commit marker completes both groups' offsets (as Kafka's marker
+    on that partition does), so neither stays UNSTABLE_OFFSET_COMMIT."""
+    producer = wire.init("two-groups")
+    added = wire(
+        AddOffsetsToTxnRequest[3](
+            transactional_id="two-groups",
+            producer_id=producer[0],
+            producer_epoch=producer[1],
+            group_id="group-8",
+        )
+    )
+    assert added.error_code == ErrorCode.NONE
+    for group in ("group-8", "group-20"):
+        response = wire(
+            TxnOffsetCommitRequest[2](
+                transactional_id="two-groups",
+                group_id=group,
+                producer_id=producer[0],
+                producer_epoch=producer[1],
+                topics=[("txn", [(0, 7, -1, "")])],
+            )
+        )
+        assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+    assert wire.end("two-groups", producer, commit=True) == ErrorCode.NONE
+    for group in ("group-8", "group-20"):
+        fetched = wire(OffsetFetchRequest[7](group_id=group, topics=[("txn", [0])], require_stable=True))
+        partition = fetched.topics[0].partitions[0]
+        assert (partition.error_code, partition.committed_offset) == (ErrorCode.NONE, 7)
+
+
+def test_a_failing_transaction_handler_answers_each_partition(wire: Wire, sync_cluster: MockCluster) -> None:
+    """getErrorResponse for AddPartitionsToTxn v0-3: UNKNOWN_SERVER_ERROR per partition."""
+    from tests.protocol.test_wire_errors import _failing
+
+    producer = wire.init("broken")
+    _failing(sync_cluster, ApiKey.ADD_PARTITIONS_TO_TXN)
+    assert wire.add("broken", producer, "txn", 0, 1) == {
+        0: ErrorCode.UNKNOWN_SERVER_ERROR,
+        1: ErrorCode.UNKNOWN_SERVER_ERROR,
+    }
+
+
+def test_write_txn_markers_refuses_a_marker_without_producer(wire: Wire, sync_cluster: MockCluster) -> None:
+    response = wire(WriteTxnMarkersRequest[1](markers=[(-1, -1, False, [("txn", [0])], 0)]))
+    assert response.markers[0].topics[0].partitions[0].error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert sync_cluster.state.topics["txn"].partitions[0].log.log_end_offset == 0
+
+
+def test_fencing_an_exhausted_epoch_keeps_the_producer_id(sync_cluster: MockCluster) -> None:
+    """prepareFenceProducerEpoch bumps to at most Short.MaxValue under the same id (its
+    markers must reach the old transaction); the next InitProducerId rotates the id."""
+    sync_cluster.create_topic("txn", 1)
+    coordinator = sync_cluster.transactions
+    first = coordinator.init_producer_id("old-timer", 60_000)
+    txn = coordinator.describe("old-timer")
+    assert txn is not None
+    txn.producer_epoch = 32766  # as after 32,766 restarts
+    assert coordinator.add_partitions("old-timer", first.producer_id, 32766, [("txn", 0)]) == ErrorCode.NONE
+    fenced = coordinator.init_producer_id("old-timer", 60_000)
+    assert fenced.error == ErrorCode.CONCURRENT_TRANSACTIONS
+    assert (txn.producer_id, txn.producer_epoch, txn.state) == (first.producer_id, 32767, "CompleteAbort")
+    rotated = coordinator.init_producer_id("old-timer", 60_000)
+    assert rotated.error == ErrorCode.NONE
+    assert rotated.producer_id != first.producer_id and rotated.producer_epoch == 0

@@ -248,3 +248,25 @@ async def test_aiokafka_commit_and_abort(cluster: MockCluster) -> None:
     finally:
         await consumer.stop()
     assert [r.value for records in batch.values() for r in records] == [b"committed"]
+
+
+def test_kafka_python_sends_offsets_by_group_id_while_the_group_is_active(txn_cluster: MockCluster) -> None:
+    """The group-id form of send_offsets_to_transaction (no member, generation -1) is
+    accepted for an active group, as Kafka accepts transactional commits."""
+    from kafka.structs import OffsetAndMetadata
+
+    txn_cluster.create_topic("consumed")
+    consumer = KafkaConsumer(
+        "consumed", bootstrap_servers=txn_cluster.bootstrap_servers, group_id="busy-readers"
+    )
+    consumer.poll(timeout_ms=3000)  # joined: the group is Stable
+    producer = KafkaProducer(bootstrap_servers=txn_cluster.bootstrap_servers, transactional_id="by-group-id")
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction(
+        {KpPartition("consumed", 0): OffsetAndMetadata(5, "", -1)}, "busy-readers"
+    )
+    producer.commit_transaction()
+    producer.close()
+    assert consumer.committed(KpPartition("consumed", 0)) == 5
+    consumer.close()
