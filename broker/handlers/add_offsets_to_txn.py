@@ -10,7 +10,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
-VERSIONS = (0, 3)  # v4 asks for transaction version 2 (KIP-890), not served
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

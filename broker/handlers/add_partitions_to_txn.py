@@ -21,7 +21,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
-VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
 TransactionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult

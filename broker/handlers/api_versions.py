@@ -1,4 +1,6 @@
-"""ApiVersions (18): the implemented APIs and versions, and the client's software name."""
+"""ApiVersions (18): the implemented APIs and versions, the client's software name, and
+(v3+) the features this broker supports and has finalized: transaction.version 2, so
+clients that know KIP-890 part 2 (the Java client) use its epoch bumps."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.API_VERSIONS
+# (feature, supported min, supported max, finalized level)
+FEATURES = (("transaction.version", 0, 2, 2),)
+FINALIZED_FEATURES_EPOCH = 1  # Kafka's is the metadata offset; they never change here
 
 
 def _api_keys(advertised: Mapping[int, tuple[int, int]]) -> list[Any]:
@@ -29,9 +34,23 @@ def unsupported_version_response(advertised: Mapping[int, tuple[int, int]]) -> A
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.api_version >= 3:
-        ctx.connection.client_software_name = request.client_software_name or ""
-        ctx.connection.client_software_version = request.client_software_version or ""
+    if ctx.api_version < 3:
+        return ctx.response(
+            error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker.advertised_apis), throttle_time_ms=0
+        )
+    ctx.connection.client_software_name = request.client_software_name or ""
+    ctx.connection.client_software_version = request.client_software_version or ""
     return ctx.response(
-        error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker.advertised_apis), throttle_time_ms=0
+        error_code=ErrorCode.NONE,
+        api_keys=_api_keys(ctx.broker.advertised_apis),
+        throttle_time_ms=0,
+        supported_features=[
+            ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, low, high, _ in FEATURES
+        ],
+        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features=[
+            ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+            for name, _, _, level in FEATURES
+        ],
     )

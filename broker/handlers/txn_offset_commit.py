@@ -5,7 +5,7 @@ Sent to the group coordinator. Unknown topics are answered UNKNOWN_TOPIC_OR_PART
 here, as KafkaApis does; the rest is validated as an offset commit of that group
 (generation, member, static instance), after the coordinator has confirmed the
 producer added the group's offsets to its ongoing transaction (AddOffsetsToTxn) under
-its current epoch (KIP-890 part 1).
+its current epoch (KIP-890 part 1); v5 (transaction version 2) adds them instead.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
-VERSIONS = (0, 4)  # v5 asks for transaction version 2 (KIP-890), not served
 TopicResult = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 PartitionResult = TopicResult.TxnOffsetCommitResponsePartition
 
@@ -34,6 +33,12 @@ def _group_error(ctx: RequestContext, request: Any) -> int:
     error = verification_error(
         ctx, request.transactional_id, request.producer_id, request.producer_epoch, offsets_partition
     )
+    if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version >= 5:
+        # transaction version 2: the group's offsets join the transaction implicitly
+        error = ctx.transactions.add_offsets(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.group_id
+        )
+        return ErrorCode.INVALID_PRODUCER_EPOCH if error == ErrorCode.PRODUCER_FENCED else error
     if error == ErrorCode.TRANSACTION_ABORTABLE and ctx.api_version <= 3:
         return ErrorCode.INVALID_TXN_STATE  # not added (no AddOffsetsToTxn), as older versions say it
     return error

@@ -1,6 +1,7 @@
 """The transaction coordinator: transactional ids, their producer ids and epochs, and
 the state machine of each transaction, after Kafka's TransactionCoordinator and
-TransactionMetadata (transaction version 1, no KIP-890 part 2 epoch bumps).
+TransactionMetadata: transaction version 1, and version 2 (KIP-890 part 2: every EndTxn
+bumps the epoch, partitions join implicitly) for the request versions that ask for it.
 
 One coordinator serves the whole mock cluster, as `GroupCoordinator` does; handlers
 check they are the transactional id's coordinator (`coordinator_for`) first. Ending a
@@ -67,6 +68,7 @@ class TransactionMetadata:
     groups: set[str] = field(default_factory=set)  # AddOffsetsToTxn: offsets ride the transaction
     start_ms: int = -1  # when the ongoing transaction began (-1: none)
     last_update_ms: int = 0
+    previous_producer_id: int = NO_PRODUCER_ID  # before the last rotation (an exhausted epoch)
 
     def to_dict(self) -> dict[str, object]:
         """The transaction as the Python API and the HTTP control plane show it."""
@@ -154,6 +156,7 @@ class TransactionCoordinator:
         is remembered so that a retried InitProducerId gets the same answer."""
         txn.last_producer_epoch = txn.producer_epoch
         if txn.producer_epoch >= MAX_EPOCH - 1:
+            txn.previous_producer_id = txn.producer_id
             txn.producer_id = self.cluster.next_producer_id()
             txn.producer_epoch = 0
             txn.last_producer_epoch = NO_PRODUCER_EPOCH
@@ -251,10 +254,65 @@ class TransactionCoordinator:
             return ErrorCode.CONCURRENT_TRANSACTIONS
         return ErrorCode.INVALID_TXN_STATE
 
-    def _complete(self, txn: TransactionMetadata, commit: bool, coordinator_epoch: int = 0) -> None:
+    def end_transaction_v2(
+        self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool
+    ) -> tuple[int, int, int]:
+        """TransactionCoordinator.endTransaction for transaction version 2 (EndTxn v5):
+        (error, producer id, producer epoch). Every end bumps the epoch (a new producer id
+        once it is exhausted); a retry is recognised by the epoch before the bump; an abort
+        with nothing open still bumps it."""
+        txn = self.transactions.get(transactional_id)
+        if txn is None:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        retry_on_overflow = (
+            txn.previous_producer_id == producer_id
+            and producer_epoch == MAX_EPOCH - 1
+            and txn.producer_epoch == 0
+        )
+        retry_on_bump = txn.producer_epoch == producer_epoch + 1
+        if txn.state in (COMPLETE_COMMIT, COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == txn.producer_epoch
+        elif txn.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            valid = retry_on_bump
+        else:
+            valid = producer_epoch == txn.producer_epoch
+        retry = retry_on_bump or retry_on_overflow
+        if txn.producer_id != producer_id and not retry_on_overflow:
+            error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        elif not valid:
+            error = ErrorCode.PRODUCER_FENCED
+        elif txn.state == ONGOING:
+            self._complete(txn, commit, bump=True)
+            error = ErrorCode.NONE
+        elif txn.state in (COMPLETE_COMMIT, COMPLETE_ABORT, EMPTY):
+            same = txn.state == (COMPLETE_COMMIT if commit else COMPLETE_ABORT)
+            if retry:
+                error = ErrorCode.NONE if same else ErrorCode.INVALID_TXN_STATE
+            elif commit:
+                error = ErrorCode.INVALID_TXN_STATE  # nothing to commit
+            else:
+                self._complete(txn, commit=False, bump=True)  # an empty abort: the epoch moves on
+                error = ErrorCode.NONE
+        elif txn.state == (PREPARE_COMMIT if commit else PREPARE_ABORT):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        else:
+            error = ErrorCode.INVALID_TXN_STATE
+        if error != ErrorCode.NONE:
+            return error, NO_PRODUCER_ID, NO_PRODUCER_EPOCH
+        return error, txn.producer_id, txn.producer_epoch
+
+    def _complete(
+        self, txn: TransactionMetadata, commit: bool, coordinator_epoch: int = 0, bump: bool = False
+    ) -> None:
         """Markers to every data partition of the transaction, the offsets it carried
-        committed or dropped, then CompleteCommit/CompleteAbort."""
+        committed or dropped, then CompleteCommit/CompleteAbort. With `bump` (transaction
+        version 2) the markers carry the next epoch, after which an exhausted epoch moves
+        to a new producer id."""
         txn.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        rotate = bump and txn.producer_epoch >= MAX_EPOCH - 1
+        if bump:
+            txn.last_producer_epoch = txn.producer_epoch
+            txn.producer_epoch += 1
         for topic_name, index in sorted(txn.partitions):
             if topic_name == OFFSETS_TOPIC:
                 self.groups.complete_transactional_offsets(index, txn.producer_id, commit)
@@ -266,6 +324,9 @@ class TransactionCoordinator:
             partition.log.append_marker(
                 txn.producer_id, txn.producer_epoch, commit, coordinator_epoch, partition.leader_epoch
             )
+        if rotate:
+            txn.previous_producer_id, txn.producer_id = txn.producer_id, self.cluster.next_producer_id()
+            txn.producer_epoch, txn.last_producer_epoch = 0, NO_PRODUCER_EPOCH
         txn.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         txn.partitions.clear()
         txn.groups.clear()

@@ -67,7 +67,7 @@ def test_api_versions_v0_by_hand(sync_cluster: MockCluster) -> None:
     assert apis[18] == (0, 4)
     assert apis[48] == apis[49] == (0, 1)  # client quota administration (KIP-546)
     assert apis[50] == apis[51] == (0, 0)  # SCRAM credential administration (KIP-554)
-    assert apis[26] == (0, 4)  # EndTxn without transaction version 2's v5
+    assert apis[26] == (0, 5)  # EndTxn, transaction version 2 (v5) included
     assert 23 not in apis  # only what is implemented is advertised (OffsetForLeaderEpoch: not yet)
 
 
