@@ -8,6 +8,7 @@ the error the failure carries); fault injection answers the entries a rule selec
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -222,3 +223,62 @@ def error_response(ctx: RequestContext, code: int) -> Any | None:
         # Fetch v13+: the top-level error alone, no partitions (FetchRequest.getErrorResponse).
         return response if top_level else None
     return add_errors(response, level, [(entry, None) for entry in entries_of(level, request)], code)
+
+
+def answer_with_errors(
+    ctx: RequestContext, request: Any, handler: Any, level: Level, selected: Selection, code: int
+) -> Any:
+    """The handler's answer to `request` without the selected entries, with those
+    answered `code` (a coroutine when the handler waits)."""
+    rest = without_entries(ctx, level, request, selected)
+    result = handler(ctx, rest) if rest is not None else ctx.response()
+    if inspect.iscoroutine(result):
+        return errors_after(ctx, result, level, selected, code)
+    return with_errors(ctx, result, level, selected, code)
+
+
+async def errors_after(
+    ctx: RequestContext, pending: Any, level: Level, selected: Selection, code: int
+) -> Any:
+    return with_errors(ctx, await pending, level, selected, code)
+
+
+def with_errors(ctx: RequestContext, response: Any, level: Level, selected: Selection, code: int) -> Any:
+    """The handler's response with the selected entries' errors added. None stays None:
+    an acks=0 produce is not answered, its selected entries are just not appended."""
+    if response is None or (ctx.api_key == ApiKey.PRODUCE and ctx.request.acks == 0):
+        return None
+    ctx.encoded = None  # a body the handler encoded lacks these entries
+    ctx.error_code = None  # the metrics row and the report count them from the response
+    return add_errors(response, level, selected, code)
+
+
+def without_entries(ctx: RequestContext, level: Level, request: Any, selected: Selection) -> Any:
+    """A copy of `request` without the selected entries; None when nothing is left for
+    the handler (Metadata is always handled: its brokers are wanted)."""
+    whole = {id(entry) for entry, partitions in selected if partitions is None}
+    some = {
+        id(entry): {id(p) for p in partitions} for entry, partitions in selected if partitions is not None
+    }
+    changes: dict[str, Any] = {}
+    left = 0
+    for name in level.request:
+        entries = getattr(request, name, None)
+        if entries is None:
+            continue
+        kept = []
+        for entry in entries:
+            if id(entry) in whole:
+                continue
+            if id(entry) in some and level.inner is not None:
+                inner_name = level.inner.request[0]
+                partitions = [p for p in getattr(entry, inner_name) if id(p) not in some[id(entry)]]
+                if not partitions:
+                    continue
+                entry = copy_message(entry, **{inner_name: partitions})
+            kept.append(entry)
+        changes[name] = kept
+        left += len(kept)
+    if ctx.api_key == ApiKey.METADATA:
+        return copy_message(request, **changes)
+    return copy_message(request, **changes) if left else None

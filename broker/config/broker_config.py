@@ -101,10 +101,16 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "ssl.key.password": ("", "password", "password of an encrypted ssl.keyfile"),
     "ssl.cafile": ("", "string", "PEM CA certificates that client certificates are checked against"),
     "ssl.client.auth": ("none", "string", "client certificates: required, requested or none"),
-    "authorizer.enabled": (
+    "authorizer.class.name": (
+        "",
+        "class",
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer: ACLs decide (empty: no authorizer)",
+    ),
+    "authorizer.enabled": ("false", "boolean", "true: the same as authorizer.class.name=StandardAuthorizer"),
+    "allow.everyone.if.no.acl.found": (
         "false",
         "boolean",
-        "refuse quota, config and credential changes to non-super users",
+        "with an authorizer, allow what no ACL names (false: refuse it)",
     ),
     "super.users": ("", "list", "principals allowed everything: User:admin;User:ops"),
     "admin.port": ("-1", "int", "HTTP control plane on 127.0.0.1:PORT (0: a free port; -1: off)"),
@@ -143,6 +149,8 @@ READ_ONLY: frozenset[str] = frozenset(
         "transaction.max.timeout.ms",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms",
         "authorizer.enabled",
+        "authorizer.class.name",
+        "allow.everyone.if.no.acl.found",
         "super.users",
         "admin.port",
         "record.requests.max",

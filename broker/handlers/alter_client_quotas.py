@@ -22,7 +22,9 @@ def _entity(pairs: Any) -> list[Any]:
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER_CONFIGS):
+    if not ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, ALTER_CONFIGS, ctx.connection.peer[0]
+    ):
         entries = [
             Entry(
                 error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

@@ -22,7 +22,7 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
         Upsertion(u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
         for u in request.upsertions
     ]
-    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER):
+    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER, ctx.connection.peer[0]):
         # AlterUserScramCredentialsRequest.getErrorResponse: every user named, sorted,
         # once; ApiError drops the default message.
         users = sorted({d.user for d in deletions} | {u.user for u in upsertions})

@@ -50,7 +50,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ],
         finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
         finalized_features=[
-            ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level, min_version_level=level)
+            ApiVersionsResponse.FinalizedFeatureKey(
+                name=name, max_version_level=level, min_version_level=level
+            )
             for name, _, _, level in FEATURES
         ],
     )

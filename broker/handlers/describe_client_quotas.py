@@ -19,7 +19,9 @@ Value = Entry.ValueData
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE_CONFIGS):
+    if not ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, DESCRIBE_CONFIGS, ctx.connection.peer[0]
+    ):
         return ctx.response(
             throttle_time_ms=0,
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,

@@ -136,7 +136,9 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
 def handle(ctx: RequestContext, request: Any) -> Any:
     """Broker resources need DESCRIBE_CONFIGS on the cluster; as Kafka, refused resources
     are answered after the described ones."""
-    authorized = ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE_CONFIGS)
+    authorized = ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, DESCRIBE_CONFIGS, ctx.connection.peer[0]
+    )
     results, refused = [], []
     for resource in request.resources:
         fields = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}

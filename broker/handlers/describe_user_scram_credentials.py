@@ -18,7 +18,9 @@ Info = Result.CredentialInfo
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     users = None if request.users is None else [user.name for user in request.users]
-    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, DESCRIBE):
+    if not ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, DESCRIBE, ctx.connection.peer[0]
+    ):
         # DescribeUserScramCredentialsRequest.getErrorResponse: the error at the top and
         # once per requested user, with no user name; ApiError drops the default message.
         refused = [

@@ -29,7 +29,9 @@ async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate
     store = ctx.broker.configs
     errors = store.preprocess(alterations, ctx.node_id)
     # This mock has no ACLs: altering any config needs what the CLUSTER resource needs.
-    authorized = ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER_CONFIGS)
+    authorized = ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, ALTER_CONFIGS, ctx.connection.peer[0]
+    )
     for index, alteration in enumerate(alterations):
         if errors[index] is None and not authorized:
             errors[index] = CLUSTER_REFUSED if alteration.resource_type == BROKER else TOPIC_REFUSED

@@ -1,20 +1,28 @@
-"""Who may administer the cluster: `authorizer.enabled` and `super.users`.
+"""The broker's authorizer, configured as Kafka configures it.
 
-Without an authorizer (the default, like a broker with no `authorizer.class.name`)
-everyone may do everything. With one, this mock has no ACLs: operations on the CLUSTER
-resource (quota, config and SCRAM credential administration) need a super user, which
-is what Kafka's StandardAuthorizer gives a principal without ACLs
-(`allow.everyone.if.no.acl.found=false`). Data-plane requests stay open.
+`authorizer.class.name` naming Kafka's StandardAuthorizer (or the older AclAuthorizer)
+turns it on; `authorizer.enabled=true` is this broker's older switch for the same thing.
+Without one (the default) everyone may do everything and no request pays for checks.
+With one, ACLs decide (acls.py): `super.users` may do anything, and a resource no ACL
+names is refused unless `allow.everyone.if.no.acl.found=true`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from broker.security.acls import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 
 if TYPE_CHECKING:
     from broker.config.broker_config import BrokerConfig
 
+# Kafka's authorizers; either gives StandardAuthorizer's semantics here.
+AUTHORIZER_CLASSES = frozenset(
+    {
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "kafka.security.authorizer.AclAuthorizer",
+    }
+)
 DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
 ALTER_CONFIGS = "ALTER_CONFIGS"
 DESCRIBE = "DESCRIBE"
@@ -22,19 +30,33 @@ ALTER = "ALTER"
 
 
 class Authorizer:
-    def __init__(self, enabled: bool = False, super_users: Iterable[str] = ()) -> None:
+    def __init__(
+        self, enabled: bool = False, super_users: tuple[str, ...] = (), allow_if_no_acl: bool = False
+    ) -> None:
         self.enabled = enabled
-        self.super_users = frozenset(super_users)
+        self.acls = AclAuthorizer(super_users, allow_if_no_acl)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> Authorizer:
         """`super.users` is `User:admin;User:ops`, as in Kafka (semicolon-separated)."""
-        users = (u.strip() for u in config.get_str("super.users").split(";"))
-        return cls(config.get_bool("authorizer.enabled"), filter(None, users))
+        class_name = config.get_str("authorizer.class.name")
+        if class_name and class_name not in AUTHORIZER_CLASSES:
+            raise ValueError(
+                f"authorizer.class.name={class_name}: only Kafka's StandardAuthorizer "
+                f"({', '.join(sorted(AUTHORIZER_CLASSES))}) is available"
+            )
+        users = tuple(filter(None, (u.strip() for u in config.get_str("super.users").split(";"))))
+        enabled = bool(class_name) or config.get_bool("authorizer.enabled")
+        return cls(enabled, users, config.get_bool("allow.everyone.if.no.acl.found"))
 
     def is_super_user(self, principal: object) -> bool:
-        return str(principal) in self.super_users
+        return str(principal) in self.acls.super_users
 
-    def authorize_cluster(self, principal: object, operation: str) -> bool:
+    def authorize(
+        self, principal: object, host: str, operation: Operation, resource_type: ResourceType, name: str
+    ) -> bool:
+        return not self.enabled or self.acls.authorize(str(principal), host, operation, resource_type, name)
+
+    def authorize_cluster(self, principal: object, operation: str, host: str = "*") -> bool:
         """Whether `principal` may perform `operation` on the CLUSTER resource."""
-        return not self.enabled or self.is_super_user(principal)
+        return self.authorize(principal, host, Operation[operation], ResourceType.CLUSTER, CLUSTER_NAME)

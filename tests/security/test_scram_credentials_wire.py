@@ -219,7 +219,7 @@ def test_cluster_authorization_failures(
     ApiError.fromThrowable drops the default message, so none is sent."""
     asked: list[str] = []
 
-    def refuse(principal: Any, operation: str) -> bool:
+    def refuse(principal: Any, operation: str, host: str = "*") -> bool:
         asked.append(operation)
         return False
 
