@@ -25,6 +25,10 @@ from quotas.callback import KafkaPrincipal
 from quotas.manager import ClientQuotaManager, ClientSensors, QuotaManagers
 
 
+class CloseConnection(Exception):
+    """Raised by a gate, interceptor or handler: close the connection, unanswered."""
+
+
 class BrokerView(Protocol):
     """What handlers use of the broker a request arrived at."""
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from broker import throttling
-from broker.context import BrokerView, ConnectionView, RequestContext
+from broker.context import BrokerView, CloseConnection, ConnectionView, RequestContext
 from broker.error_responses import error_response
 from broker.handlers import HANDLERS, HandlerSpec, api_versions
 from broker.security.sasl import IllegalSaslState
@@ -48,10 +48,6 @@ log = logging.getLogger("broker.pipeline")
 
 Handler = Callable[[RequestContext, Any], Any]
 Pending = Coroutine[Any, Any, None]
-
-
-class CloseConnection(Exception):
-    """Raised by a gate, interceptor or handler: close the connection, unanswered."""
 
 
 class PipelineConnection(ConnectionView, Protocol):

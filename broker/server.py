@@ -14,6 +14,7 @@ from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import Connection
 from broker.pipeline import RequestPipeline, sasl_state_gate
 from broker.request_metrics import ThrottleTimeStats
+from broker.security.authorization import AuthorizationStage
 from broker.security.sasl import enabled_mechanisms
 from broker.security.tls import server_context
 from broker.state.cluster import BrokerNode, ClusterState
@@ -98,6 +99,8 @@ class BrokerServer:
         # Every request goes through the pipeline; harnesses add their interceptors and
         # observers to it (see MockCluster).
         self.pipeline = RequestPipeline(self)
+        if authorizer.enabled:  # first in line, before any harness interceptor
+            self.pipeline.add_interceptor(AuthorizationStage(authorizer))
         self.advertised_apis = self.pipeline.advertised_apis
         if any(self.config.security_protocol(e.listener).startswith("SASL_") for e in listeners):
             self.pipeline.add_gate(sasl_state_gate)

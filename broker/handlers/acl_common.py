@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.context import RequestContext
+from broker.context import CloseConnection, RequestContext
 from broker.security.acls import AclBinding, AclFilter, Operation, PatternType, Permission, ResourceType
 from protocol.errors import ErrorCode
 
-SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."
+SECURITY_DISABLED_MESSAGE = "No Authorizer is configured."  # DescribeAcls: "... on the broker"
 
 
 def _enum(kind: Any, value: int) -> Any:
@@ -44,12 +44,20 @@ def filter_of(request: Any, version: int) -> AclFilter:
     )
 
 
-def refusal(ctx: RequestContext, operation: Operation) -> tuple[int, str | None]:
+def refuse_unknown(*codes: int) -> None:
+    """Kafka's parser refuses a raw UNKNOWN (0) in the enum fields: connection closed."""
+    if 0 in codes:
+        raise CloseConnection("an ACL request with UNKNOWN elements")
+
+
+def refusal(
+    ctx: RequestContext, operation: Operation, disabled: str = SECURITY_DISABLED_MESSAGE
+) -> tuple[int, str | None]:
     """SECURITY_DISABLED without an authorizer; CLUSTER_AUTHORIZATION_FAILED when the
     caller may not `operation` the cluster (DESCRIBE to list, ALTER to change)."""
     authorizer = ctx.broker.authorizer
     if not authorizer.enabled:
-        return ErrorCode.SECURITY_DISABLED, SECURITY_DISABLED_MESSAGE
+        return ErrorCode.SECURITY_DISABLED, disabled
     if not authorizer.authorize_cluster(ctx.connection.principal, operation.name, ctx.connection.peer[0]):
         return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None  # ApiError drops the default message
     return ErrorCode.NONE, None

@@ -8,13 +8,22 @@ from typing import Any
 from kafka.protocol.admin.acl import CreateAclsResponse
 
 from broker.context import RequestContext
-from broker.handlers.acl_common import binding_of, refusal
-from broker.security.acls import InvalidAcl, Operation
+from broker.handlers.acl_common import binding_of, refusal, refuse_unknown
+from broker.security.acls import InvalidAcl, Operation, PatternType, Permission, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.CREATE_ACLS
 Result = CreateAclsResponse.AclCreationResult
+
+
+def _unbuildable(creation: Any) -> bool:
+    return (
+        creation.resource_type == ResourceType.ANY
+        or creation.resource_pattern_type in (PatternType.ANY, PatternType.MATCH)
+        or creation.operation == Operation.ANY
+        or creation.permission_type == Permission.ANY
+    )
 
 
 def _create(ctx: RequestContext, creation: Any) -> Any:
@@ -28,7 +37,13 @@ def _create(ctx: RequestContext, creation: Any) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    for c in request.creations:
+        refuse_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
     error, message = refusal(ctx, Operation.ALTER)
+    if error == ErrorCode.NONE and any(_unbuildable(c) for c in request.creations):
+        # Kafka's ResourcePattern/AccessControlEntry constructors throw for these before any
+        # validation: the whole request fails with UNKNOWN_SERVER_ERROR.
+        error, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
     if error != ErrorCode.NONE:
         results = [Result(error_code=error, error_message=message) for _ in request.creations]
     else:

@@ -7,7 +7,7 @@ from typing import Any
 from kafka.protocol.admin.acl import DeleteAclsResponse
 
 from broker.context import RequestContext
-from broker.handlers.acl_common import filter_of, refusal
+from broker.handlers.acl_common import filter_of, refusal, refuse_unknown
 from broker.security.acls import InvalidAcl, Operation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -48,6 +48,10 @@ def _delete(ctx: RequestContext, wanted: Any) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    for wanted in request.filters:
+        refuse_unknown(
+            wanted.resource_type_filter, wanted.pattern_type_filter, wanted.operation, wanted.permission_type
+        )
     error, message = refusal(ctx, Operation.ALTER)
     if error != ErrorCode.NONE:
         results = [

@@ -7,8 +7,8 @@ from typing import Any
 from kafka.protocol.admin.acl import DescribeAclsResponse
 
 from broker.context import RequestContext
-from broker.handlers.acl_common import filter_of, refusal
-from broker.security.acls import AclBinding, InvalidAcl, Operation
+from broker.handlers.acl_common import filter_of, refusal, refuse_unknown
+from broker.security.acls import AclBinding, Operation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -18,13 +18,12 @@ Description = Resource.AclDescription
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    error, message = refusal(ctx, Operation.DESCRIBE)
-    if error == ErrorCode.NONE:
-        acl_filter = filter_of(request, ctx.api_version)
-        try:
-            acl_filter.validate()
-        except InvalidAcl as exc:
-            error, message = ErrorCode.INVALID_REQUEST, str(exc)
+    refuse_unknown(
+        request.resource_type_filter, request.pattern_type_filter, request.operation, request.permission_type
+    )
+    # an out-of-range code reads as UNKNOWN, which matches nothing
+    acl_filter = filter_of(request, ctx.api_version)
+    error, message = refusal(ctx, Operation.DESCRIBE, "No Authorizer is configured on the broker")
     if error != ErrorCode.NONE:
         return ctx.response(throttle_time_ms=0, error_code=error, error_message=message, resources=[])
     grouped: dict[tuple[int, str, int], list[AclBinding]] = {}

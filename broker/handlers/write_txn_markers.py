@@ -29,6 +29,10 @@ PartitionResult = TopicResult.WritableTxnMarkerPartitionResult
 
 
 def _write(ctx: RequestContext, marker: Any, topic_name: str, index: int) -> int:
+    if not ctx.broker.authorizer.authorize_cluster(
+        ctx.connection.principal, "CLUSTER_ACTION", ctx.connection.peer[0]
+    ):
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     if marker.producer_id < 0 or marker.producer_epoch < 0:
         return ErrorCode.INVALID_PRODUCER_EPOCH
     if topic_name == OFFSETS_TOPIC:

@@ -89,7 +89,12 @@ class AclBinding:
     permission: Permission
 
     def validate(self) -> None:
-        """AclControlManager.validateNewAcl, and AclApis' cluster-name check."""
+        """AclApis' checks, then AclControlManager.validateNewAcl, in Kafka's order (an
+        out-of-range code reads as UNKNOWN)."""
+        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
+            raise InvalidAcl("The only valid name for the CLUSTER resource is kafka-cluster")
+        if not self.resource_name:
+            raise InvalidAcl("Invalid empty resource name")
         if self.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
             raise InvalidAcl(f"Invalid resourceType {self.resource_type.name}")
         if self.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
@@ -98,15 +103,11 @@ class AclBinding:
             raise InvalidAcl(f"Invalid operation {self.operation.name}")
         if self.permission not in (Permission.DENY, Permission.ALLOW):
             raise InvalidAcl(f"Invalid permissionType {self.permission.name}")
-        if not self.resource_name:
-            raise InvalidAcl("Resource name should not be empty")
         if ":" not in self.principal:
             raise InvalidAcl(
                 f"Could not parse principal from `{self.principal}` "
                 "(no colon is present separating the principal type from the principal name)"
             )
-        if self.resource_type == ResourceType.CLUSTER and self.resource_name != CLUSTER_NAME:
-            raise InvalidAcl("The only valid name for the CLUSTER resource is kafka-cluster")
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,15 +124,12 @@ class AclFilter:
     permission: Permission = Permission.ANY
 
     def validate(self) -> None:
-        """AclControlManager.validateFilter: UNKNOWN anywhere cannot be matched."""
-        for what, value in (
-            ("resourceType", self.resource_type),
-            ("patternType", self.pattern_type),
-            ("operation", self.operation),
-            ("permissionType", self.permission),
-        ):
-            if value == 0:
-                raise InvalidAcl(f"Invalid {what} {value.name}")
+        """AclControlManager.validateFilter (DeleteAcls): a filter with an UNKNOWN part (an
+        out-of-range code) cannot be used."""
+        if self.resource_type == ResourceType.UNKNOWN or self.pattern_type == PatternType.UNKNOWN:
+            raise InvalidAcl("Unknown patternFilter.")
+        if self.operation == Operation.UNKNOWN or self.permission == Permission.UNKNOWN:
+            raise InvalidAcl("Unknown entryFilter.")
 
     def matches(self, binding: AclBinding) -> bool:
         if self.resource_type != ResourceType.ANY and self.resource_type != binding.resource_type:
@@ -188,6 +186,25 @@ class AclAuthorizer:
 
     def matching(self, acl_filter: AclFilter) -> list[AclBinding]:
         return [b for b in self.all() if acl_filter.matches(b)]
+
+    def allows_some(
+        self, principal: str, host: str, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        """authorizeByResourceType, simplified: an ALLOW binding grants `operation` on some
+        resource of the type (DENY bindings on other names are not weighed)."""
+        if principal in self.super_users:
+            return True
+        found = self.bindings.get(resource_type, ())
+        if not found:
+            return self.allow_if_no_acl
+        allowed_by = _IMPLIED_BY.get(operation, frozenset({operation}))
+        return any(
+            b.permission == Permission.ALLOW
+            and b.principal in (principal, WILDCARD_PRINCIPAL)
+            and b.host in (host, WILDCARD)
+            and (b.operation == Operation.ALL or b.operation in allowed_by)
+            for b in found
+        )
 
     def authorize(
         self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str

@@ -3,7 +3,10 @@ kafka-python's admin clients, with Kafka's validation and filter semantics."""
 
 from __future__ import annotations
 
+import socket
+import struct
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
@@ -28,8 +31,11 @@ from kafka.admin import (
 )
 from kafka.admin import ResourceType as KpResourceType
 from kafka.errors import ClusterAuthorizationFailedError
+from kafka.protocol.admin.acl import CreateAclsRequest
 
 from broker import MockCluster
+from broker.harness.wire import round_trip
+from protocol.errors import ErrorCode
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANY = AclBindingFilter(
@@ -194,3 +200,36 @@ def test_acl_apis_need_an_authorizer_and_cluster_permission() -> None:
 def test_an_unknown_authorizer_class_is_refused() -> None:
     with pytest.raises(ValueError, match="authorizer.class.name"):
         MockCluster(config={"authorizer.class.name": "com.example.MyAuthorizer"})
+
+
+def test_raw_creations_kafka_refuses_before_validating(secured: MockCluster) -> None:
+    """UNKNOWN (0) anywhere: Kafka's parser refuses the request, the connection closes.
+    ANY or MATCH: the binding cannot be built, every creation fails UNKNOWN_SERVER_ERROR.
+    Otherwise validation in Kafka's order: INVALID_REQUEST with its message."""
+    host, port = secured.bootstrap_servers.split(":")
+
+    def create(*creations: tuple[int, str, int, str, str, int, int]) -> Any:
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            try:
+                return round_trip(sock, CreateAclsRequest[2](creations=list(creations)), 1, "raw")
+            except (ConnectionError, OSError, ValueError, struct.error):
+                return None
+
+    topic, literal, prefixed, read, allow = 2, 3, 4, 3, 3
+    assert create((0, "t", literal, "User:a", "*", read, allow)) is None  # closed unanswered
+    refused = create(
+        (2, "t", 1, "User:a", "*", read, allow), (topic, "u", literal, "User:a", "*", read, allow)
+    )
+    assert [(r.error_code, r.error_message) for r in refused.results] == [
+        (ErrorCode.UNKNOWN_SERVER_ERROR, None)
+    ] * 2
+    checked = create(
+        (topic, "", prefixed, "User:a", "*", read, allow),
+        (topic, "t", literal, "User:a", "*", 99, allow),
+        (topic, "t", literal, "User:a", "*", read, allow),
+    )
+    assert [(r.error_code, r.error_message) for r in checked.results] == [
+        (ErrorCode.INVALID_REQUEST, "Invalid empty resource name"),
+        (ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN"),
+        (ErrorCode.NONE, None),
+    ]

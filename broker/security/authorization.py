@@ -1,0 +1,333 @@
+"""The request pipeline's authorization stage: what KafkaApis checks before each API
+runs, in one table, so handlers never check permissions themselves.
+
+It is an interceptor registered only when an authorizer is configured (a broker without
+one pays nothing). For each API it asks the authorizer about the resources the request
+names and then either answers the whole request with the API's error response
+(GROUP_AUTHORIZATION_FAILED for a group it may not READ, ...), or lets the handler serve
+the authorized entries and answers the others with their error (a produce to two topics,
+one of them not writable, appends to the other), or filters what a listing may show
+(Metadata for all topics, ListGroups, ListTransactions). APIs the table does not name
+(ApiVersions, SASL, ...) pass unchecked; cluster administration (configs, quotas, SCRAM
+credentials, ACLs, WriteTxnMarkers), whose answers are per resource, is checked by its
+handlers through `Authorizer.authorize_cluster`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from broker.context import RequestContext
+from broker.error_responses import Selection, answer_with_errors, entries_of, error_response, level_for
+from broker.security.acls import CLUSTER_NAME, Operation, ResourceType
+from broker.security.authorizer import Authorizer
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+Handler = Callable[[RequestContext, Any], Any]
+TOPIC, GROUP, CLUSTER, TXN = (
+    ResourceType.TOPIC,
+    ResourceType.GROUP,
+    ResourceType.CLUSTER,
+    ResourceType.TRANSACTIONAL_ID,
+)
+
+
+class Access:
+    """One request's questions to the authorizer, as its principal from its host."""
+
+    def __init__(self, authorizer: Authorizer, ctx: RequestContext) -> None:
+        self.authorizer = authorizer
+        self.principal = str(ctx.connection.principal)
+        self.host = ctx.connection.peer[0]
+
+    def allows(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        return self.authorizer.acls.authorize(self.principal, self.host, operation, resource_type, name)
+
+    def allows_cluster(self, operation: Operation) -> bool:
+        return self.allows(operation, CLUSTER, CLUSTER_NAME)
+
+    def allows_any_topic(self, operation: Operation) -> bool:
+        """authorizeByResourceType: some ACL lets this principal `operation` some topic."""
+        return self.authorizer.acls.allows_some(self.principal, self.host, operation, TOPIC)
+
+
+Check = Callable[[Access, RequestContext, Any, Handler], Any]
+
+
+class AuthorizationStage:
+    """The interceptor: each request through its API's check, if the table has one."""
+
+    def __init__(self, authorizer: Authorizer) -> None:
+        self.authorizer = authorizer
+
+    def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        check = CHECKS.get(ctx.api_key)
+        if check is None:
+            return call(ctx, request)
+        return check(Access(self.authorizer, ctx), ctx, request, call)
+
+
+# -- building blocks -------------------------------------------------------------------
+def _topic_name(ctx: RequestContext, entry: Any) -> str:
+    if isinstance(entry, str):  # DeleteTopics v0-5 names topics bare
+        return entry
+    name = getattr(entry, "name", None) or getattr(entry, "topic", None)
+    if name:
+        return str(name)
+    topic = ctx.cluster.topics_by_id.get(getattr(entry, "topic_id", None))  # type: ignore[arg-type]
+    return topic.name if topic is not None else ""
+
+
+def _refuse_entries(
+    ctx: RequestContext, request: Any, call: Handler, denied: Callable[[Any], bool], code: int
+) -> Any:
+    """The handler serves the entries `denied` does not pick; those get `code`."""
+    level = level_for(ctx.api_key, ctx.api_version)
+    assert level is not None
+    selected: Selection = [(entry, None) for entry in entries_of(level, request) if denied(entry)]
+    if not selected:
+        return call(ctx, request)
+    return answer_with_errors(ctx, request, call, level, selected, code)
+
+
+def per_topic(operation: Operation) -> Check:
+    """Produce, Fetch, ListOffsets, DeleteTopics, CreatePartitions, DescribeProducers:
+    each topic needs `operation`, else TOPIC_AUTHORIZATION_FAILED."""
+
+    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        return _refuse_entries(
+            ctx,
+            request,
+            call,
+            lambda entry: not access.allows(operation, TOPIC, _topic_name(ctx, entry)),
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        )
+
+    return check
+
+
+def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.group_id) -> Check:
+    """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: the whole request needs the group."""
+
+    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        if not access.allows(operation, GROUP, group_of(request)):
+            return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return call(ctx, request)
+
+    return check
+
+
+def per_group(operation: Operation) -> Check:
+    """DescribeGroups, DeleteGroups: each group named needs `operation`."""
+
+    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        return _refuse_entries(
+            ctx,
+            request,
+            call,
+            lambda group: not access.allows(operation, GROUP, group),
+            ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        )
+
+    return check
+
+
+# -- the APIs --------------------------------------------------------------------------
+def _produce(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if request.transactional_id is not None and not access.allows(
+        Operation.WRITE, TXN, request.transactional_id
+    ):
+        return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    return per_topic(Operation.WRITE)(access, ctx, request, call)
+
+
+def _metadata(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """Named topics need DESCRIBE (TOPIC_AUTHORIZATION_FAILED otherwise, and never
+    auto-created), unknown ones CREATE to be auto-created; a listing of all topics shows
+    only the described ones."""
+    if request.topics is None:
+        return _filtered(
+            call(ctx, request), lambda t: access.allows(Operation.DESCRIBE, TOPIC, t.name), "topics"
+        )
+
+    def denied(entry: Any) -> bool:
+        name = _topic_name(ctx, entry)
+        if not access.allows(Operation.DESCRIBE, TOPIC, name):
+            return True
+        auto_create = ctx.api_version < 4 or request.allow_auto_topic_creation
+        creating = auto_create and name not in ctx.cluster.topics
+        return creating and not (
+            access.allows_cluster(Operation.CREATE) or access.allows(Operation.CREATE, TOPIC, name)
+        )
+
+    return _refuse_entries(ctx, request, call, denied, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+
+
+def _filtered(result: Any, keep: Callable[[Any], bool], field: str) -> Any:
+    """The response with only the `field` entries `keep` accepts (async-aware)."""
+    if inspect.iscoroutine(result):
+
+        async def later() -> Any:
+            return _filtered(await result, keep, field)
+
+        return later()
+    if result is not None:
+        setattr(result, field, [entry for entry in getattr(result, field) or () if keep(entry)])
+    return result
+
+
+def _offset_commit(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if not access.allows(Operation.READ, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return per_topic(Operation.READ)(access, ctx, request, call)
+
+
+def _offset_fetch(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if ctx.api_version >= 8:
+        return _refuse_entries(
+            ctx,
+            request,
+            call,
+            lambda group: not access.allows(Operation.DESCRIBE, GROUP, group.group_id),
+            ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        )
+    if not access.allows(Operation.DESCRIBE, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    return call(ctx, request)
+
+
+def _find_coordinator(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    transaction = ctx.api_version >= 1 and request.key_type == 1
+    resource, code = (
+        (TXN, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if transaction
+        else (GROUP, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    )
+    if ctx.api_version >= 4:
+        return _refuse_entries(
+            ctx, request, call, lambda key: not access.allows(Operation.DESCRIBE, resource, key), code
+        )
+    if not access.allows(Operation.DESCRIBE, resource, request.key):
+        return error_response(ctx, code)
+    return call(ctx, request)
+
+
+def _list_groups(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if access.allows_cluster(Operation.DESCRIBE):
+        return call(ctx, request)
+    return _filtered(
+        call(ctx, request), lambda g: access.allows(Operation.DESCRIBE, GROUP, g.group_id), "groups"
+    )
+
+
+def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if access.allows_cluster(Operation.CREATE):
+        return call(ctx, request)
+    return _refuse_entries(
+        ctx,
+        request,
+        call,
+        lambda topic: not access.allows(Operation.CREATE, TOPIC, topic.name),
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    )
+
+
+def _init_producer_id(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if request.transactional_id is not None:
+        if not access.allows(Operation.WRITE, TXN, request.transactional_id):
+            return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    elif not (access.allows_cluster(Operation.IDEMPOTENT_WRITE) or access.allows_any_topic(Operation.WRITE)):
+        return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    return call(ctx, request)
+
+
+def on_transaction(then: Check | None = None) -> Check:
+    """The transaction APIs: WRITE on the transactional id, then `then`."""
+
+    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        transactional_id = (
+            request.transactional_id
+            if ctx.api_key != ApiKey.ADD_PARTITIONS_TO_TXN
+            else (request.v3_and_below_transactional_id)
+        )
+        if not access.allows(Operation.WRITE, TXN, transactional_id):
+            return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        return then(access, ctx, request, call) if then is not None else call(ctx, request)
+
+    return check
+
+
+def _add_partitions_to_txn(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if ctx.api_version >= 4:  # the brokers' form: a cluster action
+        if not access.allows_cluster(Operation.CLUSTER_ACTION):
+            return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return call(ctx, request)
+    return on_transaction(per_topic(Operation.WRITE))(access, ctx, request, call)
+
+
+def _txn_group(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """AddOffsetsToTxn and TxnOffsetCommit also need READ on the group."""
+    if not access.allows(Operation.READ, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if ctx.api_key == ApiKey.TXN_OFFSET_COMMIT:
+        return per_topic(Operation.READ)(access, ctx, request, call)
+    return call(ctx, request)
+
+
+def _on_cluster(operation: Operation) -> Check:
+    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        if not access.allows_cluster(operation):
+            return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        return call(ctx, request)
+
+    return check
+
+
+def _describe_transactions(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    return _refuse_entries(
+        ctx,
+        request,
+        call,
+        lambda tid: not access.allows(Operation.DESCRIBE, TXN, tid),
+        ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+    )
+
+
+def _list_transactions(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    return _filtered(
+        call(ctx, request),
+        lambda t: access.allows(Operation.DESCRIBE, TXN, t.transactional_id),
+        "transaction_states",
+    )
+
+
+CHECKS: dict[int, Check] = {
+    ApiKey.PRODUCE: _produce,
+    ApiKey.FETCH: per_topic(Operation.READ),
+    ApiKey.LIST_OFFSETS: per_topic(Operation.DESCRIBE),
+    ApiKey.METADATA: _metadata,
+    ApiKey.OFFSET_COMMIT: _offset_commit,
+    ApiKey.OFFSET_FETCH: _offset_fetch,
+    ApiKey.FIND_COORDINATOR: _find_coordinator,
+    ApiKey.JOIN_GROUP: on_group(Operation.READ),
+    ApiKey.HEARTBEAT: on_group(Operation.READ),
+    ApiKey.LEAVE_GROUP: on_group(Operation.READ),
+    ApiKey.SYNC_GROUP: on_group(Operation.READ),
+    ApiKey.DESCRIBE_GROUPS: per_group(Operation.DESCRIBE),
+    ApiKey.LIST_GROUPS: _list_groups,
+    ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
+    ApiKey.CREATE_TOPICS: _create_topics,
+    ApiKey.DELETE_TOPICS: per_topic(Operation.DELETE),
+    ApiKey.CREATE_PARTITIONS: per_topic(Operation.ALTER),
+    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
+    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
+    ApiKey.ADD_OFFSETS_TO_TXN: on_transaction(_txn_group),
+    ApiKey.END_TXN: on_transaction(),
+    ApiKey.TXN_OFFSET_COMMIT: on_transaction(_txn_group),
+    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
+    ApiKey.LIST_TRANSACTIONS: _list_transactions,
+    ApiKey.DESCRIBE_PRODUCERS: per_topic(Operation.READ),
+}

@@ -1,0 +1,153 @@
+"""ACLs enforced on the data plane, through real clients as SASL users: produce needs
+WRITE, consume READ on the topic and the group, Metadata shows only described topics,
+DENY beats ALLOW, super users pass, idempotent and transactional producers need theirs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+)
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+
+from broker import MockCluster
+from tests.security.test_sasl import USERS, confluent_config, kafka_python_config, sasl_config
+
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[MockCluster]:
+    config = sasl_config(tmp_path, **{"authorizer.class.name": STANDARD, "super.users": "User:admin"})
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("orders")
+        cluster.create_topic("payroll")
+        yield cluster
+
+
+def _admin(cluster: MockCluster) -> AdminClient:
+    return AdminClient(confluent_config(cluster, "PLAIN", "admin", USERS["admin"]))
+
+
+def _grant(
+    cluster: MockCluster,
+    principal: str,
+    operation: AclOperation,
+    name: str,
+    resource: ResourceType = ResourceType.TOPIC,
+    permission: AclPermissionType = AclPermissionType.ALLOW,
+    pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+) -> None:
+    binding = AclBinding(resource, name, pattern, principal, "*", operation, permission)
+    admin = _admin(cluster)  # kept alive until the result is in
+    for future in admin.create_acls([binding]).values():
+        future.result(10)
+
+
+def _produce(cluster: MockCluster, user: str, topic: str, **config: Any) -> KafkaError | None:
+    outcome: list[KafkaError | None] = []
+    producer = Producer(
+        {**confluent_config(cluster, "SCRAM-SHA-256", user, USERS[user]), "retries": 0, **config}
+    )
+    producer.produce(topic, b"x", on_delivery=lambda err, _m: outcome.append(err))
+    producer.flush(10)
+    return outcome[0] if outcome else None
+
+
+def test_produce_needs_write_and_deny_beats_allow(secured: MockCluster) -> None:
+    refused = _produce(secured, "alice", "orders")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    _grant(secured, "User:alice", AclOperation.WRITE, "orders")
+    assert _produce(secured, "alice", "orders") is None
+    assert secured.state.topics["orders"].partitions[0].log.log_end_offset == 1
+    _grant(
+        secured,
+        "User:*",
+        AclOperation.ALL,
+        "ord",
+        permission=AclPermissionType.DENY,
+        pattern=ResourcePatternType.PREFIXED,
+    )
+    refused = _produce(secured, "alice", "orders")
+    assert refused is not None and refused.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert _produce(secured, "admin", "orders") is None  # a super user passes any ACL
+
+
+def test_consume_needs_read_on_topic_and_group(secured: MockCluster) -> None:
+    assert _produce(secured, "admin", "orders") is None
+
+    def consume() -> list[bytes]:
+        consumer = KafkaConsumer(
+            "orders",
+            group_id="order-readers",
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=3000,
+            **kafka_python_config(secured, "PLAIN", "bob", USERS["bob"]),
+        )
+        try:
+            return [record.value for record in consumer]
+        finally:
+            consumer.close()
+
+    with pytest.raises(GroupAuthorizationFailedError):
+        consume()
+    _grant(secured, "User:bob", AclOperation.READ, "order-readers", resource=ResourceType.GROUP)
+    assert consume() == []  # the group is readable, the topic is not: nothing is delivered
+    _grant(secured, "User:bob", AclOperation.READ, "orders")
+    assert consume() == [b"x"]
+
+
+def test_metadata_shows_only_described_topics(secured: MockCluster) -> None:
+    _grant(secured, "User:alice", AclOperation.READ, "orders")  # READ implies DESCRIBE
+    consumer = Consumer({**confluent_config(secured, "PLAIN", "alice", USERS["alice"]), "group.id": "g"})
+    try:
+        topics = consumer.list_topics(timeout=10).topics
+        assert set(topics) == {"orders"}
+        named = consumer.list_topics("payroll", timeout=10).topics["payroll"]
+        assert named.error is not None and named.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    finally:
+        consumer.close()
+
+
+def test_idempotent_and_transactional_producers_need_their_acls(secured: MockCluster) -> None:
+    _grant(secured, "User:alice", AclOperation.WRITE, "orders")
+    # WRITE on some topic is enough for an idempotent producer (or IDEMPOTENT_WRITE)
+    assert _produce(secured, "alice", "orders", **{"enable.idempotence": True, "retries": 3}) is None
+    producer = Producer(
+        {**confluent_config(secured, "PLAIN", "alice", USERS["alice"]), "transactional.id": "alice-app"}
+    )
+    with pytest.raises(KafkaException) as refused:
+        producer.init_transactions(10)
+    assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    _grant(secured, "User:alice", AclOperation.WRITE, "alice-app", resource=ResourceType.TRANSACTIONAL_ID)
+    producer = Producer(
+        {**confluent_config(secured, "PLAIN", "alice", USERS["alice"]), "transactional.id": "alice-app"}
+    )
+    producer.init_transactions(10)
+    producer.begin_transaction()
+    producer.produce("orders", b"in a transaction")
+    producer.commit_transaction(10)
+    assert secured.transactions.describe("alice-app").state == "CompleteCommit"  # type: ignore[union-attr]
+
+
+def test_kafka_python_producer_is_refused_per_topic(secured: MockCluster) -> None:
+    _grant(secured, "User:bob", AclOperation.WRITE, "orders")
+    producer = KafkaProducer(retries=0, **kafka_python_config(secured, "PLAIN", "bob", USERS["bob"]))
+    try:
+        assert producer.send("orders", b"ok").get(timeout=10).offset == 0
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("payroll", b"no").get(timeout=10)
+    finally:
+        producer.close()
+    assert secured.state.topics["payroll"].partitions[0].log.log_end_offset == 0
