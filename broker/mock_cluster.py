@@ -22,6 +22,7 @@ from broker.harness.faults import FaultInjector
 from broker.harness.metrics_sink import MetricsSink
 from broker.harness.recording import RequestRecorder
 from broker.quota_admin import QuotaAdmin
+from broker.security.acl_admin import SqliteAclStorage
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.sasl import enabled_mechanisms
@@ -92,7 +93,10 @@ class MockCluster:
             SqliteQuotaStorage(state_dir) if state_dir else None, run=self._call_from_thread
         )
         self.credentials = CredentialStore.from_config(self.config, run=self._call_from_thread)
-        self.authorizer = Authorizer.from_config(self.config)
+        self.authorizer = Authorizer.from_config(
+            self.config, SqliteAclStorage(state_dir) if state_dir else None, run=self._call_from_thread
+        )
+        self.acls = self.authorizer.admin  # the Python API: cluster.acls.add(...), .remove(...), .list()
         metrics_dir = self.config.get_str("metrics.dir")
         self.metrics_sink = (
             MetricsSink(
@@ -185,6 +189,7 @@ class MockCluster:
         if report:
             self.conformance.write(report)
         self.quotas.close()
+        self.acls.close()
         self.credentials.close()
         self.configs.close()
 

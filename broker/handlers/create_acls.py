@@ -9,7 +9,7 @@ from kafka.protocol.admin.acl import CreateAclsResponse
 
 from broker.context import RequestContext
 from broker.handlers.acl_common import binding_of, refusal, refuse_unknown
-from broker.security.acls import InvalidAcl, Operation, PatternType, Permission, ResourceType
+from broker.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -26,16 +26,6 @@ def _unbuildable(creation: Any) -> bool:
     )
 
 
-def _create(ctx: RequestContext, creation: Any) -> Any:
-    binding = binding_of(creation)
-    try:
-        binding.validate()
-    except InvalidAcl as exc:
-        return Result(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc))
-    ctx.broker.authorizer.acls.add(binding)
-    return Result(error_code=ErrorCode.NONE, error_message=None)
-
-
 def handle(ctx: RequestContext, request: Any) -> Any:
     for c in request.creations:
         refuse_unknown(c.resource_type, c.resource_pattern_type, c.operation, c.permission_type)
@@ -45,7 +35,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         # validation: the whole request fails with UNKNOWN_SERVER_ERROR.
         error, message = ErrorCode.UNKNOWN_SERVER_ERROR, None
     if error != ErrorCode.NONE:
-        results = [Result(error_code=error, error_message=message) for _ in request.creations]
-    else:
-        results = [_create(ctx, creation) for creation in request.creations]
+        return ctx.response(
+            throttle_time_ms=0,
+            results=[Result(error_code=error, error_message=message) for _ in request.creations],
+        )
+    return _created(ctx, [binding_of(creation) for creation in request.creations])
+
+
+async def _created(ctx: RequestContext, bindings: list[AclBinding]) -> Any:
+    """Valid bindings are stored in one transaction; each invalid one is refused."""
+    refusals = await ctx.broker.authorizer.admin.create_async(bindings)
+    results = [
+        Result(
+            error_code=ErrorCode.NONE if refusal is None else ErrorCode.INVALID_REQUEST, error_message=refusal
+        )
+        for refusal in refusals
+    ]
     return ctx.response(throttle_time_ms=0, results=results)

@@ -8,7 +8,7 @@ from kafka.protocol.admin.acl import DeleteAclsResponse
 
 from broker.context import RequestContext
 from broker.handlers.acl_common import filter_of, refusal, refuse_unknown
-from broker.security.acls import InvalidAcl, Operation
+from broker.security.acls import AclBinding, AclFilter, InvalidAcl, Operation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -17,33 +17,17 @@ FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = FilterResult.DeleteAclsMatchingAcl
 
 
-def _delete(ctx: RequestContext, wanted: Any) -> Any:
-    acl_filter = filter_of(wanted, ctx.api_version)
-    try:
-        acl_filter.validate()
-    except InvalidAcl as exc:
-        return FilterResult(error_code=ErrorCode.INVALID_REQUEST, error_message=str(exc), matching_acls=[])
-    acls = ctx.broker.authorizer.acls
-    matching = acls.matching(acl_filter)
-    for binding in matching:
-        acls.remove(binding)
-    return FilterResult(
+def _matching(binding: AclBinding) -> Any:
+    return Matching(
         error_code=ErrorCode.NONE,
         error_message=None,
-        matching_acls=[
-            Matching(
-                error_code=ErrorCode.NONE,
-                error_message=None,
-                resource_type=b.resource_type,
-                resource_name=b.resource_name,
-                pattern_type=b.pattern_type,
-                principal=b.principal,
-                host=b.host,
-                operation=b.operation,
-                permission_type=b.permission,
-            )
-            for b in matching
-        ],
+        resource_type=binding.resource_type,
+        resource_name=binding.resource_name,
+        pattern_type=binding.pattern_type,
+        principal=binding.principal,
+        host=binding.host,
+        operation=binding.operation,
+        permission_type=binding.permission,
     )
 
 
@@ -57,6 +41,27 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         results = [
             FilterResult(error_code=error, error_message=message, matching_acls=[]) for _ in request.filters
         ]
-    else:
-        results = [_delete(ctx, wanted) for wanted in request.filters]
+        return ctx.response(throttle_time_ms=0, filter_results=results)
+    return _deleted(ctx, [filter_of(wanted, ctx.api_version) for wanted in request.filters])
+
+
+async def _deleted(ctx: RequestContext, filters: list[AclFilter]) -> Any:
+    """Each valid filter's matches go, all in one transaction; an invalid filter fails alone."""
+    refusals: list[str | None] = []
+    for acl_filter in filters:
+        try:
+            acl_filter.validate()
+            refusals.append(None)
+        except InvalidAcl as exc:
+            refusals.append(str(exc))
+    valid = [f for f, refused in zip(filters, refusals, strict=True) if refused is None]
+    matched = iter(await ctx.broker.authorizer.admin.delete_async(valid))
+    results = [
+        FilterResult(error_code=ErrorCode.INVALID_REQUEST, error_message=refused, matching_acls=[])
+        if refused is not None
+        else FilterResult(
+            error_code=ErrorCode.NONE, error_message=None, matching_acls=[_matching(b) for b in next(matched)]
+        )
+        for refused in refusals
+    ]
     return ctx.response(throttle_time_ms=0, filter_results=results)

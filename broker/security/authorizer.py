@@ -9,8 +9,10 @@ names is refused unless `allow.everyone.if.no.acl.found=true`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
+from broker.security.acl_admin import AclAdmin, SqliteAclStorage
 from broker.security.acls import CLUSTER_NAME, AclAuthorizer, Operation, ResourceType
 
 if TYPE_CHECKING:
@@ -31,13 +33,24 @@ ALTER = "ALTER"
 
 class Authorizer:
     def __init__(
-        self, enabled: bool = False, super_users: tuple[str, ...] = (), allow_if_no_acl: bool = False
+        self,
+        enabled: bool = False,
+        super_users: tuple[str, ...] = (),
+        allow_if_no_acl: bool = False,
+        storage: SqliteAclStorage | None = None,
+        run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
     ) -> None:
         self.enabled = enabled
         self.acls = AclAuthorizer(super_users, allow_if_no_acl)
+        self.admin = AclAdmin(self.acls, storage, run)  # the ACL APIs and `cluster.acls`
 
     @classmethod
-    def from_config(cls, config: BrokerConfig) -> Authorizer:
+    def from_config(
+        cls,
+        config: BrokerConfig,
+        storage: SqliteAclStorage | None = None,
+        run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
+    ) -> Authorizer:
         """`super.users` is `User:admin;User:ops`, as in Kafka (semicolon-separated)."""
         class_name = config.get_str("authorizer.class.name")
         if class_name and class_name not in AUTHORIZER_CLASSES:
@@ -47,7 +60,7 @@ class Authorizer:
             )
         users = tuple(filter(None, (u.strip() for u in config.get_str("super.users").split(";"))))
         enabled = bool(class_name) or config.get_bool("authorizer.enabled")
-        return cls(enabled, users, config.get_bool("allow.everyone.if.no.acl.found"))
+        return cls(enabled, users, config.get_bool("allow.everyone.if.no.acl.found"), storage, run)
 
     def is_super_user(self, principal: object) -> bool:
         return str(principal) in self.acls.super_users

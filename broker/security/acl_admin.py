@@ -1,0 +1,216 @@
+"""ACL administration shared by the ACL APIs' handlers and the Python API (`cluster.acls`):
+validated creations and filtered deletions, persisted in `state.dir/acls.sqlite` (one
+transaction per request, written off the event loop, so a kill -9 keeps every
+acknowledged change and never half of a request) and applied to the authorizer."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import sqlite3
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any
+
+from broker.security.acls import (
+    AclAuthorizer,
+    AclBinding,
+    AclFilter,
+    InvalidAcl,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
+from quotas.store import open_state_db
+
+_FIELDS = "resource_type, resource_name, pattern_type, principal, host, operation, permission"
+
+
+class SqliteAclStorage:
+    """The ACLs in SQLite, one row per binding. Used from one executor thread at a time."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.path, self._db = open_state_db(
+            directory,
+            "acls.sqlite",
+            "CREATE TABLE IF NOT EXISTS acls (resource_type INTEGER NOT NULL, resource_name TEXT NOT NULL,"
+            " pattern_type INTEGER NOT NULL, principal TEXT NOT NULL, host TEXT NOT NULL,"
+            " operation INTEGER NOT NULL, permission INTEGER NOT NULL,"
+            f" PRIMARY KEY ({_FIELDS}))",
+        )
+
+    def load(self) -> list[AclBinding]:
+        return [_binding(row) for row in self._db.execute(f"SELECT {_FIELDS} FROM acls ORDER BY rowid")]
+
+    def write(self, added: Sequence[AclBinding], removed: Sequence[AclBinding]) -> None:
+        with self._db:  # one transaction
+            self._db.execute("BEGIN IMMEDIATE")
+            for binding in removed:
+                self._db.execute(
+                    "DELETE FROM acls WHERE resource_type = ? AND resource_name = ? AND pattern_type = ?"
+                    " AND principal = ? AND host = ? AND operation = ? AND permission = ?",
+                    _row(binding),
+                )
+            for binding in added:
+                self._db.execute(
+                    f"INSERT OR IGNORE INTO acls ({_FIELDS}) VALUES (?, ?, ?, ?, ?, ?, ?)", _row(binding)
+                )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _row(binding: AclBinding) -> tuple[Any, ...]:
+    return (
+        int(binding.resource_type),
+        binding.resource_name,
+        int(binding.pattern_type),
+        binding.principal,
+        binding.host,
+        int(binding.operation),
+        int(binding.permission),
+    )
+
+
+def _binding(row: sqlite3.Row | tuple[Any, ...]) -> AclBinding:
+    resource_type, name, pattern_type, principal, host, operation, permission = row
+    return AclBinding(
+        ResourceType(resource_type),
+        name,
+        PatternType(pattern_type),
+        principal,
+        host,
+        Operation(operation),
+        Permission(permission),
+    )
+
+
+class AclAdmin:
+    def __init__(
+        self,
+        acls: AclAuthorizer,
+        storage: SqliteAclStorage | None = None,
+        run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
+    ) -> None:
+        """`run` executes a coroutine on the cluster's loop for synchronous callers."""
+        self.acls = acls
+        self.storage = storage
+        self._run = run
+        self._lock = asyncio.Lock()
+        self._executor = (
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="acl-store")
+            if storage is not None
+            else None
+        )
+        if storage is not None:
+            for binding in storage.load():
+                acls.add(binding)
+
+    async def create_async(self, bindings: Sequence[AclBinding]) -> list[str | None]:
+        """Validates each binding (its refusal message, or None) and stores the valid ones
+        in one transaction."""
+        refusals: list[str | None] = []
+        valid: list[AclBinding] = []
+        for binding in bindings:
+            try:
+                binding.validate()
+            except InvalidAcl as exc:
+                refusals.append(str(exc))
+                continue
+            refusals.append(None)
+            valid.append(binding)
+        await self._commit(valid, [])
+        return refusals
+
+    async def delete_async(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
+        """The bindings each filter matches, all removed in one transaction."""
+        async with self._lock:
+            matched = [self.acls.matching(acl_filter) for acl_filter in filters]
+        gone = list({b: None for found in matched for b in found})
+        await self._commit([], gone)
+        return matched
+
+    async def _commit(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
+        if not added and not removed:
+            return
+        async with self._lock:
+            if self.storage is not None:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._executor, self.storage.write, added, removed
+                )
+            for binding in removed:
+                self.acls.remove(binding)
+            for binding in added:
+                self.acls.add(binding)
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+        if self.storage is not None:
+            self.storage.close()
+
+    # -- Python API for harnesses --------------------------------------------------
+    def add(
+        self,
+        principal: str,
+        operation: str,
+        resource_type: str,
+        name: str,
+        *,
+        pattern: str = "LITERAL",
+        permission: str = "ALLOW",
+        host: str = "*",
+    ) -> None:
+        """`cluster.acls.add("User:alice", "READ", "TOPIC", "orders")`; raises InvalidAcl."""
+        binding = AclBinding(
+            ResourceType[resource_type],
+            name,
+            PatternType[pattern],
+            principal,
+            host,
+            Operation[operation],
+            Permission[permission],
+        )
+        (refusal,) = self._sync(self.create_async([binding]))
+        if refusal is not None:
+            raise InvalidAcl(refusal)
+
+    def remove(self, **match: str) -> list[AclBinding]:
+        """Deletes what a filter of `principal=`, `operation=`, `resource_type=`, `name=`,
+        `pattern=` (default ANY), `permission=`, `host=` matches; returns it."""
+        (gone,) = self._sync(self.delete_async([_filter(match)]))
+        return gone
+
+    def list(self, **match: str) -> list[AclBinding]:
+        """The bindings a filter (as `remove` takes it) matches; no arguments: all."""
+        return self.acls.matching(_filter(match))
+
+    def _sync(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        if self._run is None:
+            coroutine.close()
+            raise RuntimeError("on the cluster's own event loop use the *_async methods")
+        return self._run(coroutine)
+
+
+def _filter(match: dict[str, str]) -> AclFilter:
+    unknown = set(match) - {
+        "principal",
+        "operation",
+        "resource_type",
+        "name",
+        "pattern",
+        "permission",
+        "host",
+    }
+    if unknown:
+        raise TypeError(f"unknown ACL filter fields: {sorted(unknown)}")
+    return AclFilter(
+        ResourceType[match.get("resource_type", "ANY")],
+        match.get("name"),
+        PatternType[match.get("pattern", "ANY")],
+        match.get("principal"),
+        match.get("host"),
+        Operation[match.get("operation", "ANY")],
+        Permission[match.get("permission", "ANY")],
+    )
