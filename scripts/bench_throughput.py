@@ -89,6 +89,7 @@ from dataclasses import dataclass
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
+from kafka.protocol.admin.acl import CreateAclsRequest
 
 from broker.harness.clients import ClientLog, client_logger, wait_for_topic
 from broker.harness.process import BrokerProcess, BrokerProcessError
@@ -164,9 +165,10 @@ class LibrdkafkaMock:
 
 
 @contextmanager
-def start_broker(partitions: int, metrics: bool = False) -> Iterator[BrokerProcess]:
-    """`python -m broker` on a free port, with `partitions` per auto-created topic and,
-    with `metrics`, the metrics sink writing to a temporary directory."""
+def start_broker(partitions: int, metrics: bool = False, authorizer: bool = False) -> Iterator[BrokerProcess]:
+    """`python -m broker` on a free port, with `partitions` per auto-created topic; with
+    `metrics`, the metrics sink writing to a temporary directory; with `authorizer`,
+    StandardAuthorizer (its ACLs set by `configure_acls`)."""
     with tempfile.TemporaryDirectory(prefix="bench-metrics-") as metrics_dir:
         args = [
             "--port",
@@ -178,6 +180,14 @@ def start_broker(partitions: int, metrics: bool = False) -> Iterator[BrokerProce
         ]
         if metrics:
             args += ["--metrics-dir", metrics_dir]
+        if authorizer:
+            args += [
+                "--override",
+                "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                # lets the (anonymous) benchmark create its ACLs: no ACL names the cluster
+                "--override",
+                "allow.everyone.if.no.acl.found=true",
+            ]
         with BrokerProcess(*args) as broker:
             broker.wait_listening(timeout=30)
             yield broker
@@ -220,6 +230,31 @@ def configure_quotas(bootstrap: str, others: int) -> None:
             raise BenchError(
                 f"DescribeClientQuotas: {described.error_code}, {len(described.entries or [])} entities"
             )
+
+
+def configure_acls(bootstrap: str, total: int) -> None:
+    """`total` ACLs over the wire with CreateAcls: the benchmark's principal may write and
+    read the bench-* topics (prefixed) and its group; the rest name other principals and
+    topics, so every produce and fetch is decided by walking real bindings."""
+    topic, group, literal, prefixed, allow = 2, 3, 3, 4, 3
+    read, write, describe = 3, 4, 8
+    creations = [
+        (topic, "bench-", prefixed, "User:ANONYMOUS", "*", write, allow),
+        (topic, "bench-", prefixed, "User:ANONYMOUS", "*", read, allow),
+        (group, CLIENT_ID, literal, "User:ANONYMOUS", "*", read, allow),
+    ]
+    for i in range(total - len(creations)):
+        creations.append(
+            (topic, f"other-{i}", literal, f"User:user-{i % 97}", "*", (read, write, describe)[i % 3], allow)
+        )
+    host, _, port = bootstrap.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        response = round_trip(
+            sock, CreateAclsRequest(creations=creations), 1, QUOTA_SETUP_CLIENT_ID, version=2
+        )
+        refused = [r for r in response.results if r.error_code]
+        if refused:
+            raise BenchError(f"CreateAcls refused {len(refused)} bindings: {refused[0]}")
 
 
 def probe_mock_partitions(bootstrap: str) -> int:
@@ -473,12 +508,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 OURS = "this broker (subprocess)"
 QUOTAS = "this broker, quotas set"
 METRICS = "this broker, metrics on"
+ACLS = "this broker, 1,000 ACLs"
 THEIRS = "librdkafka mock cluster"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    results: dict[str, list[Rates]] = {OURS: [], QUOTAS: [], METRICS: [], THEIRS: []}
+    results: dict[str, list[Rates]] = {OURS: [], QUOTAS: [], METRICS: [], ACLS: [], THEIRS: []}
     try:
         for round_ in range(args.repeat):
             mock = LibrdkafkaMock()
@@ -489,13 +525,15 @@ def main(argv: list[str] | None = None) -> int:
                     topics = [f"bench-{i}" for i in range(n_topics)]
                     _print_setup(args, n_topics, partitions)
                 # Plain, with quotas and with the metrics sink, rotating which goes first.
-                variants = (OURS,) if args.transactional else (OURS, QUOTAS, METRICS)
+                variants = (OURS,) if args.transactional else (OURS, QUOTAS, METRICS, ACLS)
                 first = round_ % len(variants)
                 for name in variants[first:] + variants[:first]:
-                    with start_broker(partitions, metrics=name == METRICS) as broker:
+                    with start_broker(partitions, metrics=name == METRICS, authorizer=name == ACLS) as broker:
                         bootstrap = broker.bootstrap_servers()
                         if name == QUOTAS:
                             configure_quotas(bootstrap, args.quota_entities)
+                        if name == ACLS:
+                            configure_acls(bootstrap, 1000)
                         results[name].append(
                             run(
                                 bootstrap,
@@ -525,6 +563,7 @@ def main(argv: list[str] | None = None) -> int:
         _report_line(OURS, _best(ours))
         _report_line(QUOTAS, _best(quotas))
         _report_line(METRICS, _best(results[METRICS]))
+        _report_line(ACLS, _best(results[ACLS]))
         _report_line(THEIRS, _best(theirs))
     produce_ratio = max(r.produce_msgs() for r in ours) / max(r.produce_msgs() for r in theirs)
     consume_ratio = max(r.consume_msgs() for r in ours) / max(r.consume_msgs() for r in theirs)
@@ -542,6 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         f"produce ratio metrics on/off: {metrics_produce:.3f}  (target >= 0.90; one Parquet row per request)"
     )
     print(f"consume ratio metrics on/off: {metrics_consume:.3f}  (target >= 0.90)", flush=True)
+    acls = results[ACLS]
+    acl_produce = max(r.produce_msgs() for r in acls) / max(r.produce_msgs() for r in ours)
+    acl_consume = max(r.consume_msgs() for r in acls) / max(r.consume_msgs() for r in ours)
+    print(f"produce ratio 1,000 ACLs/no authorizer: {acl_produce:.3f}")
+    print(f"consume ratio 1,000 ACLs/no authorizer: {acl_consume:.3f}", flush=True)
     best_plain, best_quotas = _best(ours), _best(quotas)
     for phase, plain_cpu, quota_cpu in (
         ("produce", best_plain.produce_cpu, best_quotas.produce_cpu),

@@ -158,18 +158,32 @@ class AclFilter:
 
 
 class AclAuthorizer:
-    """StandardAuthorizer over an in-memory set of bindings, indexed by resource type."""
+    """StandardAuthorizer over an in-memory set of bindings, indexed by resource type and
+    then by literal name and by prefix, so a decision costs lookups along the resource's
+    name, not a walk over every binding."""
 
     def __init__(self, super_users: Iterable[str] = (), allow_if_no_acl: bool = False) -> None:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self.bindings: dict[ResourceType, set[AclBinding]] = {}
+        self._literal: dict[tuple[ResourceType, str], set[AclBinding]] = {}
+        self._prefixed: dict[tuple[ResourceType, str], set[AclBinding]] = {}
+
+    def _index(self, binding: AclBinding) -> dict[tuple[ResourceType, str], set[AclBinding]]:
+        return self._literal if binding.pattern_type == PatternType.LITERAL else self._prefixed
 
     def add(self, binding: AclBinding) -> None:
         self.bindings.setdefault(binding.resource_type, set()).add(binding)
+        self._index(binding).setdefault((binding.resource_type, binding.resource_name), set()).add(binding)
 
     def remove(self, binding: AclBinding) -> None:
         self.bindings.get(binding.resource_type, set()).discard(binding)
+        key = (binding.resource_type, binding.resource_name)
+        found = self._index(binding).get(key)
+        if found is not None:
+            found.discard(binding)
+            if not found:
+                del self._index(binding)[key]
 
     def all(self) -> list[AclBinding]:
         return sorted(
@@ -206,19 +220,23 @@ class AclAuthorizer:
             for b in found
         )
 
+    def _applicable(self, resource_type: ResourceType, name: str) -> list[AclBinding]:
+        """The bindings naming this resource: literal, the `*` wildcard, every prefix."""
+        found: list[AclBinding] = []
+        literal, prefixed = self._literal, self._prefixed
+        for key in ((resource_type, name), (resource_type, WILDCARD)):
+            found.extend(literal.get(key, ()))
+        if prefixed:
+            for end in range(1, len(name) + 1):
+                found.extend(prefixed.get((resource_type, name[:end]), ()))
+        return found
+
     def authorize(
         self, principal: str, host: str, operation: Operation, resource_type: ResourceType, name: str
     ) -> bool:
         if principal in self.super_users:
             return True
-        applicable = [
-            b
-            for b in self.bindings.get(resource_type, ())
-            if (
-                (b.pattern_type == PatternType.LITERAL and b.resource_name in (name, WILDCARD))
-                or (b.pattern_type == PatternType.PREFIXED and name.startswith(b.resource_name))
-            )
-        ]
+        applicable = self._applicable(resource_type, name)
         if not applicable:
             return self.allow_if_no_acl
         allowed_by = _IMPLIED_BY.get(operation, frozenset({operation}))
