@@ -7,6 +7,7 @@ from typing import Any
 from kafka.protocol.admin import DescribeClusterResponse
 
 from broker.context import RequestContext
+from broker.security.acls import ResourceType
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -45,5 +46,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
         brokers=brokers,
-        authorized_operations=None,
+        authorized_operations=cluster_operations(ctx)
+        if request.include_cluster_authorized_operations
+        else None,
     )
+
+
+def cluster_operations(ctx: RequestContext) -> frozenset[int]:
+    """What the caller may do to the cluster, or nothing without DESCRIBE on it
+    (AuthHelper.computeDescribeClusterResponse)."""
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    if not authorizer.authorize_cluster(principal, "DESCRIBE", host):
+        return frozenset()
+    return authorizer.authorized_operations(principal, host, ResourceType.CLUSTER)

@@ -7,6 +7,7 @@ from typing import Any
 from kafka.protocol.admin import DescribeGroupsResponse
 
 from broker.context import RequestContext
+from broker.security.acls import ResourceType
 from broker.state.groups import DEAD
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -19,7 +20,6 @@ DescribedMember = Described.DescribedGroupMember
 AUTHORIZED_OPERATIONS_OMITTED = None
 # Without an authorizer Kafka reports every operation a group supports:
 # READ (3), DELETE (6) and DESCRIBE (8).
-GROUP_OPERATIONS = frozenset({3, 6, 8})
 
 
 def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> Any:
@@ -34,7 +34,13 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
             members=[],
             authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
         )
-    operations = GROUP_OPERATIONS if include_operations else AUTHORIZED_OPERATIONS_OMITTED
+    operations = (
+        ctx.broker.authorizer.authorized_operations(
+            ctx.connection.principal, ctx.connection.peer[0], ResourceType.GROUP, group_id
+        )
+        if include_operations
+        else AUTHORIZED_OPERATIONS_OMITTED
+    )
     description = ctx.groups.describe_group(group_id)
     if description is None:
         # v6 (KIP-1043) reports a missing group as an error; older versions as a Dead group.

@@ -18,6 +18,8 @@ from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.handlers.describe_cluster import cluster_operations
+from broker.security.acls import ResourceType
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -69,6 +71,17 @@ def _error_entry(code: int, name: str | None, topic_id: Any = None) -> Any:
         partitions=[],
         authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
     )
+
+
+def _add_topic_operations(ctx: RequestContext, entries: list[Any]) -> None:
+    """include_topic_authorized_operations: what the caller may do to each topic answered
+    (not to those refused or unknown by id, which keep the 'not requested' value)."""
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    for entry in entries:
+        if entry.name and entry.error_code != ErrorCode.UNKNOWN_TOPIC_ID:
+            entry.authorized_operations = authorizer.authorized_operations(
+                principal, host, ResourceType.TOPIC, entry.name
+            )
 
 
 def _may_auto_create(ctx: RequestContext, request: Any) -> bool:
@@ -132,6 +145,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 if topic
                 else _error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, wanted.name)
             )
+    if ctx.api_version >= 8 and request.include_topic_authorized_operations:
+        _add_topic_operations(ctx, entries)
     listener = ctx.connection.listener
     brokers = []
     for node_id in cluster.live_broker_ids():
@@ -143,6 +158,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         cluster_id=cluster.cluster_id,
         controller_id=cluster.controller_id,
         topics=entries,
-        authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+        authorized_operations=cluster_operations(ctx)
+        if 8 <= ctx.api_version <= 10 and request.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
         error_code=ErrorCode.NONE,
     )

@@ -25,6 +25,35 @@ AUTHORIZER_CLASSES = frozenset(
         "kafka.security.authorizer.AclAuthorizer",
     }
 )
+# AclEntry.supportedOperations: what authorized_operations reports on, per resource type.
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[Operation, ...]] = {
+    ResourceType.TOPIC: (
+        Operation.READ,
+        Operation.WRITE,
+        Operation.CREATE,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.ALTER,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.GROUP: (
+        Operation.READ,
+        Operation.DESCRIBE,
+        Operation.DELETE,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        Operation.CREATE,
+        Operation.CLUSTER_ACTION,
+        Operation.DESCRIBE_CONFIGS,
+        Operation.ALTER_CONFIGS,
+        Operation.IDEMPOTENT_WRITE,
+        Operation.ALTER,
+        Operation.DESCRIBE,
+    ),
+}
 DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
 ALTER_CONFIGS = "ALTER_CONFIGS"
 DESCRIBE = "DESCRIBE"
@@ -69,6 +98,16 @@ class Authorizer:
         self, principal: object, host: str, operation: Operation, resource_type: ResourceType, name: str
     ) -> bool:
         return not self.enabled or self.acls.authorize(str(principal), host, operation, resource_type, name)
+
+    def authorized_operations(
+        self, principal: object, host: str, resource_type: ResourceType, name: str = CLUSTER_NAME
+    ) -> frozenset[int]:
+        """The operations the principal may perform on the resource, as the codes of the
+        bitfield Kafka's responses carry (every supported one without an authorizer)."""
+        supported = SUPPORTED_OPERATIONS[resource_type]
+        return frozenset(
+            int(op) for op in supported if self.authorize(principal, host, op, resource_type, name)
+        )
 
     def authorize_cluster(self, principal: object, operation: str, host: str = "*") -> bool:
         """Whether `principal` may perform `operation` on the CLUSTER resource."""

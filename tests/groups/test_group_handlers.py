@@ -30,6 +30,7 @@ from broker.handlers import HANDLERS
 from broker.state.groups import DEAD, OffsetCommit
 from messages.registry import request_class, response_class
 from protocol.errors import ErrorCode
+from quotas.callback import ANONYMOUS
 
 Protocol = JoinGroupRequest.JoinGroupRequestProtocol
 CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
@@ -43,6 +44,7 @@ Identity = LeaveGroupRequest.MemberIdentity
 class FakeConnection:
     listener = "PLAINTEXT"
     peer = ("10.1.2.3", 40000)
+    principal = ANONYMOUS
 
 
 @pytest.fixture
@@ -386,7 +388,13 @@ async def test_describe_groups_versions(cluster: MockCluster) -> None:
     assert [(m.member_id, m.client_id, m.member_metadata, m.member_assignment) for m in found.members] == [
         (member_id, "tester", b"meta", b"a")
     ]
-    assert found.authorized_operations == {3, 6, 8}  # READ, DELETE, DESCRIBE
+    assert found.authorized_operations == {
+        3,
+        6,
+        8,
+        10,
+        11,
+    }  # READ, DELETE, DESCRIBE, (DESCRIBE|ALTER)_CONFIGS (4.x)
     assert (dead.error_code, dead.group_state) == (ErrorCode.NONE, DEAD)
     v6 = await call(cluster, 0, request, 6)
     assert (v6.groups[1].error_code, v6.groups[1].group_state) == (ErrorCode.GROUP_ID_NOT_FOUND, DEAD)

@@ -151,3 +151,19 @@ def test_kafka_python_producer_is_refused_per_topic(secured: MockCluster) -> Non
     finally:
         producer.close()
     assert secured.state.topics["payroll"].partitions[0].log.log_end_offset == 0
+
+
+def test_authorized_operations_in_describe_topics_and_cluster(secured: MockCluster) -> None:
+    """Metadata's and DescribeCluster's authorized_operations when asked, per principal."""
+    from confluent_kafka import TopicCollection
+
+    _grant(secured, "User:alice", AclOperation.READ, "orders")
+    alice = AdminClient(confluent_config(secured, "PLAIN", "alice", USERS["alice"]))
+    described = alice.describe_topics(TopicCollection(["orders"]), include_authorized_operations=True)
+    (orders,) = [future.result(10) for future in described.values()]
+    assert set(orders.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    cluster = alice.describe_cluster(include_authorized_operations=True).result(10)
+    assert not cluster.authorized_operations  # no DESCRIBE on the cluster: none reported
+    admin = _admin(secured)
+    everything = admin.describe_cluster(include_authorized_operations=True).result(10)
+    assert AclOperation.IDEMPOTENT_WRITE in everything.authorized_operations  # a super user
