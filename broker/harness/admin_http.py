@@ -45,6 +45,8 @@ from broker.harness.conformance import ConformanceTracker
 from broker.harness.faults import FaultInjector
 from broker.harness.recording import RequestRecorder, to_json_value
 from broker.quota_admin import ANY, QuotaAdmin
+from broker.security.acl_admin import AclAdmin, acl_filter_of
+from broker.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, Partition
 from messages.registry import api_name
@@ -263,6 +265,8 @@ class ControlledCluster(Protocol):
     @property
     def conformance(self) -> ConformanceTracker: ...
     def broker(self, node_id: int) -> BrokerServer: ...
+    @property
+    def acls(self) -> AclAdmin: ...
     def describe(self) -> dict[str, Any]: ...
     def list_transactions(self) -> list[dict[str, Any]]: ...
     async def stop_broker_async(self, node_id: int) -> None: ...
@@ -302,6 +306,9 @@ class AdminServer:
         router.add_get("/v1/requests", self.get_requests)
         router.add_delete("/v1/requests", self.delete_requests)
         router.add_get("/v1/conformance", self.get_conformance)
+        router.add_get("/v1/acls", self.get_acls)
+        router.add_post("/v1/acls", self.post_acl)
+        router.add_delete("/v1/acls", self.delete_acls)
         router.add_get("/v1/transactions", self.get_transactions)
         router.add_get("/v1/transactions/{transactional_id}", self.get_transaction)
         router.add_get("/metrics", self.get_metrics)
@@ -484,6 +491,54 @@ class AdminServer:
         _query(request, ())
         return _json(self.cluster.conformance.report())
 
+    async def get_acls(self, request: web.Request) -> web.Response:
+        """ACL bindings matching the query's filter (fields as `cluster.acls.list` takes them)."""
+        query = _query(request, _ACL_FILTER_FIELDS)
+        try:
+            found = self.cluster.acls.list(**query)
+        except KeyError as exc:
+            bad_request(f"unknown value {exc}")
+        return _json({"acls": [_acl_json(b) for b in found]})
+
+    async def post_acl(self, request: web.Request) -> web.Response:
+        body = await _body(
+            request, ("principal", "operation", "resource_type", "name", "pattern", "permission", "host")
+        )
+        binding = {
+            "principal": _str(body, "principal"),
+            "operation": _str(body, "operation"),
+            "resource_type": _str(body, "resource_type"),
+            "name": _str(body, "name"),
+            "pattern": _opt_str(body, "pattern") or "LITERAL",
+            "permission": _opt_str(body, "permission") or "ALLOW",
+            "host": _opt_str(body, "host") or "*",
+        }
+        try:
+            acl = AclBinding(
+                ResourceType[binding["resource_type"]],
+                binding["name"],
+                PatternType[binding["pattern"]],
+                binding["principal"],
+                binding["host"],
+                Operation[binding["operation"]],
+                Permission[binding["permission"]],
+            )
+        except KeyError as exc:
+            bad_request(f"unknown value {exc}")
+        (refusal,) = await self.cluster.acls.create_async([acl])
+        if refusal is not None:
+            raise HttpError(400, "INVALID_REQUEST", refusal, ErrorCode.INVALID_REQUEST)
+        return _json(_acl_json(acl), status=201)
+
+    async def delete_acls(self, request: web.Request) -> web.Response:
+        query = _query(request, _ACL_FILTER_FIELDS)
+        try:
+            acl_filter = acl_filter_of(query)
+        except KeyError as exc:
+            bad_request(f"unknown value {exc}")
+        (gone,) = await self.cluster.acls.delete_async([acl_filter])
+        return _json({"deleted": [_acl_json(b) for b in gone]})
+
     async def get_transactions(self, request: web.Request) -> web.Response:
         query = _query(request, ("state",))
         listed = self.cluster.list_transactions()
@@ -504,6 +559,22 @@ class AdminServer:
         return web.Response(
             body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
         )
+
+
+# -- ACL bodies --------------------------------------------------------------------
+_ACL_FILTER_FIELDS = ("principal", "operation", "resource_type", "name", "pattern", "permission", "host")
+
+
+def _acl_json(binding: AclBinding) -> dict[str, str]:
+    return {
+        "resource_type": binding.resource_type.name,
+        "name": binding.resource_name,
+        "pattern": binding.pattern_type.name,
+        "principal": binding.principal,
+        "host": binding.host,
+        "operation": binding.operation.name,
+        "permission": binding.permission.name,
+    }
 
 
 # -- quota bodies ------------------------------------------------------------------

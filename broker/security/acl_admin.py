@@ -179,12 +179,12 @@ class AclAdmin:
     def remove(self, **match: str) -> list[AclBinding]:
         """Deletes what a filter of `principal=`, `operation=`, `resource_type=`, `name=`,
         `pattern=` (default ANY), `permission=`, `host=` matches; returns it."""
-        (gone,) = self._sync(self.delete_async([_filter(match)]))
+        (gone,) = self._sync(self.delete_async([acl_filter_of(match)]))
         return gone
 
     def list(self, **match: str) -> list[AclBinding]:
         """The bindings a filter (as `remove` takes it) matches; no arguments: all."""
-        return self.acls.matching(_filter(match))
+        return self.acls.matching(acl_filter_of(match))
 
     def _sync(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         if self._run is None:
@@ -193,7 +193,7 @@ class AclAdmin:
         return self._run(coroutine)
 
 
-def _filter(match: dict[str, str]) -> AclFilter:
+def acl_filter_of(match: dict[str, str]) -> AclFilter:
     unknown = set(match) - {
         "principal",
         "operation",
