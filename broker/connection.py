@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from collections import deque
 from collections.abc import Coroutine
 from typing import Any, Protocol
@@ -21,7 +22,7 @@ from broker import throttling
 from broker.config.broker_config import BrokerConfig
 from broker.pipeline import RequestPipeline
 from broker.security.credentials import CredentialStore
-from broker.security.sasl import SaslSession, new_session
+from broker.security.sasl import SaslSession, enabled_mechanisms, new_session
 from broker.security.scram import SaslAuthenticationError
 from broker.security.tls import peer_principal
 from quotas.callback import ANONYMOUS, KafkaPrincipal
@@ -72,6 +73,11 @@ class Connection(asyncio.Protocol):
         self.principal: KafkaPrincipal = ANONYMOUS
         # Until authentication completes on a SASL listener; None afterwards and elsewhere.
         self.sasl: SaslSession | None = new_session(broker.config, listener, broker.credentials)
+        # KIP-368: the mechanism and lifetime of the authenticated SASL session (0: no end),
+        # and when it ends (monotonic ns; None: never).
+        self.sasl_mechanism = ""
+        self.session_lifetime_ms = 0
+        self.session_expires_ns: int | None = None
         self.close_after_response = False
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
@@ -254,9 +260,31 @@ class Connection(asyncio.Protocol):
             self.authenticated(sasl)
 
     def authenticated(self, sasl: SaslSession) -> None:
-        """Authentication succeeded: requests are now served as the SASL principal."""
+        """Authentication (or re-authentication) succeeded: requests are now served as the
+        SASL principal, for `connections.max.reauth.ms` (per listener or broker-wide)."""
         self.principal = sasl.principal
         self.sasl = None
+        self.sasl_mechanism = sasl.mechanism
+        self.session_lifetime_ms = int(
+            self.broker.config.for_listener(self.listener, "connections.max.reauth.ms")
+        )
+        self.session_expires_ns = (
+            time.monotonic_ns() + self.session_lifetime_ms * 1_000_000
+            if self.session_lifetime_ms > 0
+            else None
+        )
+
+    def start_reauthentication(self) -> SaslSession | None:
+        """A SaslHandshake after authentication: a new session for the same mechanism and
+        principal (KIP-368), when this session has a lifetime; None otherwise."""
+        if not self.sasl_mechanism or self.session_lifetime_ms <= 0:
+            return None
+        self.sasl = SaslSession(
+            enabled_mechanisms(self.broker.config, self.listener),
+            self.broker.credentials,
+            reauthenticating=(self.sasl_mechanism, self.principal),
+        )
+        return self.sasl
 
     def fail_authentication(self, response: Any) -> Coroutine[Any, Any, Any]:
         """Answers a failed handshake or authentication after

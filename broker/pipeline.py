@@ -33,6 +33,7 @@ from broker.error_responses import error_response
 from broker.handlers import HANDLERS, HandlerSpec, api_versions
 from broker.security.sasl import IllegalSaslState
 from messages.registry import api_name
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.headers import (
     MalformedRequest,
@@ -52,6 +53,8 @@ Pending = Coroutine[Any, Any, None]
 
 class PipelineConnection(ConnectionView, Protocol):
     """What the pipeline needs of a connection beyond what handlers see."""
+
+    session_expires_ns: int | None
 
     client_id: str | None
     close_after_response: bool
@@ -93,13 +96,20 @@ class Observer:
 
 def sasl_state_gate(connection: PipelineConnection, api_key: int) -> None:
     """Kafka's authenticator: before authentication only ApiVersions, SaslHandshake
-    and SaslAuthenticate may come, each in its turn."""
+    and SaslAuthenticate may come, each in its turn; once a session's lifetime is over
+    (KIP-368) only a SaslHandshake starting re-authentication may, else it is closed."""
     sasl = connection.sasl
     if sasl is not None:
         try:
             sasl.check_request(api_key)
         except IllegalSaslState as exc:
             raise CloseConnection(str(exc)) from exc
+    elif (
+        connection.session_expires_ns is not None
+        and api_key != ApiKey.SASL_HANDSHAKE
+        and time.monotonic_ns() > connection.session_expires_ns
+    ):
+        raise CloseConnection("the SASL session expired without re-authentication")
 
 
 class RequestPipeline:

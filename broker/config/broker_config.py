@@ -96,6 +96,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "int",
         "a failed authentication is answered this late",
     ),
+    "connections.max.reauth.ms": (
+        "0",
+        "long",
+        "SASL sessions last this long, then clients re-authenticate (KIP-368; 0: forever)",
+    ),
     "ssl.certfile": ("", "string", "PEM certificate chain of SSL and SASL_SSL listeners"),
     "ssl.keyfile": ("", "string", "PEM private key (default: in ssl.certfile)"),
     "ssl.key.password": ("", "password", "password of an encrypted ssl.keyfile"),
@@ -173,6 +178,7 @@ MINIMUMS: dict[str, int] = {
     "max.connections": 0,
     "max.connections.per.ip": 0,
     "connection.failed.authentication.delay.ms": 0,
+    "connections.max.reauth.ms": 0,
     "group.max.size": 1,
 }
 _INTEGER_RANGES = {

@@ -1,7 +1,9 @@
 """SaslAuthenticate (36): one SASL token each way (KIP-152).
 
-A failed authentication is answered with SASL_AUTHENTICATION_FAILED and the mechanism's
-message, after Kafka's failed-authentication delay, and the connection is closed.
+A failed authentication (or re-authentication: a deleted credential, another principal)
+is answered with SASL_AUTHENTICATION_FAILED and the mechanism's message, after Kafka's
+failed-authentication delay, and the connection is closed. Success answers the session
+lifetime (`connections.max.reauth.ms`, KIP-368).
 """
 
 from __future__ import annotations
@@ -31,8 +33,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc), auth_bytes=b""
         )
         return ctx.connection.fail_authentication(failure)
+    lifetime = 0
     if session.complete:
         ctx.connection.authenticated(session)
+        lifetime = ctx.connection.session_lifetime_ms  # v1+: the client re-authenticates before it ends
     return ctx.response(
-        error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge, session_lifetime_ms=0
+        error_code=ErrorCode.NONE, error_message=None, auth_bytes=challenge, session_lifetime_ms=lifetime
     )

@@ -1,8 +1,9 @@
 """SaslHandshake (17): the client picks a mechanism before authenticating.
 
-On a SASL listener before authentication the connection's SaslSession answers; after
-authentication, and on listeners without SASL, Kafka's KafkaApis answers
-ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not offered: the session lifetime is 0).
+On a SASL listener before authentication the connection's SaslSession answers. After
+authentication it starts re-authentication (KIP-368) when the session has a lifetime
+(`connections.max.reauth.ms`); otherwise, and on listeners without SASL, KafkaApis
+answers ILLEGAL_SASL_STATE.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ API_KEY = ApiKey.SASL_HANDSHAKE
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    session = ctx.connection.sasl
+    session = ctx.connection.sasl or ctx.connection.start_reauthentication()
     if session is None:
         return ctx.response(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
     error_code = session.handshake(request.mechanism, ctx.api_version)

@@ -69,11 +69,20 @@ class IllegalSaslState(Exception):
 
 
 class SaslSession:
-    def __init__(self, enabled_mechanisms: list[str], credentials: CredentialStore) -> None:
+    def __init__(
+        self,
+        enabled_mechanisms: list[str],
+        credentials: CredentialStore,
+        reauthenticating: tuple[str, KafkaPrincipal] | None = None,
+    ) -> None:
+        """`reauthenticating`: the mechanism and principal of the session being renewed
+        (KIP-368); such a session starts at the handshake and must keep both."""
         self.enabled_mechanisms = enabled_mechanisms
         self.credentials = credentials
-        self.state = SaslState.HANDSHAKE_OR_VERSIONS
+        self.reauthenticating = reauthenticating
+        self.state = SaslState.HANDSHAKE if reauthenticating else SaslState.HANDSHAKE_OR_VERSIONS
         self.server: SaslServer | None = None
+        self.mechanism = ""
 
     @property
     def raw_tokens(self) -> bool:
@@ -103,10 +112,13 @@ class SaslSession:
     def handshake(self, mechanism: str, version: int) -> int:
         """Chooses the mechanism; returns the response's error code. An unsupported
         mechanism is answered with 33 and the enabled list, then the connection closes."""
-        if mechanism not in self.enabled_mechanisms:
+        if mechanism not in self.enabled_mechanisms or (
+            self.reauthenticating is not None and mechanism != self.reauthenticating[0]
+        ):
             self.state = SaslState.FAILED
             return ErrorCode.UNSUPPORTED_SASL_MECHANISM
-        self.server = create_sasl_server(mechanism, self.credentials)
+        self.mechanism = mechanism
+        self.server = create_sasl_server(mechanism, self.credentials, self.reauthenticating is not None)
         self.state = SaslState.AUTHENTICATE if version >= 1 else SaslState.RAW_TOKENS
         return 0
 
@@ -116,6 +128,12 @@ class SaslSession:
         assert self.server is not None
         try:
             challenge = self.server.evaluate(token)
+            if self.server.complete and self.reauthenticating is not None:
+                before, after = self.reauthenticating[1], KafkaPrincipal("User", self.server.username)
+                if after != before:  # SaslServerAuthenticator's check
+                    raise SaslAuthenticationError(
+                        f"Cannot change principals during re-authentication from {before}: {after}"
+                    )
         except SaslAuthenticationError:
             self.state = SaslState.FAILED
             raise
