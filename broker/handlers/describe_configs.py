@@ -22,6 +22,7 @@ from broker.config.topic_configs import (
     TYPE_CODES,
 )
 from broker.context import RequestContext
+from broker.security.acls import Operation, ResourceType
 from broker.security.authorizer import DESCRIBE_CONFIGS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -134,23 +135,26 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    """Broker resources need DESCRIBE_CONFIGS on the cluster; as Kafka, refused resources
-    are answered after the described ones."""
-    authorized = ctx.broker.authorizer.authorize_cluster(
-        ctx.connection.principal, DESCRIBE_CONFIGS, ctx.connection.peer[0]
-    )
+    """Broker resources need DESCRIBE_CONFIGS on the cluster, topics on the topic; as
+    Kafka, refused resources are answered after the described ones."""
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    cluster_allowed = authorizer.authorize_cluster(principal, DESCRIBE_CONFIGS, host)
     results, refused = [], []
     for resource in request.resources:
         fields = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
-        if resource.resource_type == BROKER and not authorized:
-            refused.append(
-                Result(
-                    error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
-                    error_message="Cluster authorization failed.",
-                    configs=[],
-                    **fields,
-                )
+        if resource.resource_type == BROKER and not cluster_allowed:
+            refusal: tuple[int, str] | None = (
+                ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                "Cluster authorization failed.",
             )
+        elif resource.resource_type == TOPIC and not authorizer.authorize(
+            principal, host, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.resource_name
+        ):
+            refusal = (ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+        else:
+            refusal = None
+        if refusal is not None:
+            refused.append(Result(error_code=refusal[0], error_message=refusal[1], configs=[], **fields))
             continue
         error, message, configs = _describe(ctx, request, resource)
         if resource.configuration_keys:  # null or empty: every config

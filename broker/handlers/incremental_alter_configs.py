@@ -13,6 +13,7 @@ from typing import Any
 
 from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
 from broker.context import RequestContext
+from broker.security.acls import Operation, ResourceType
 from broker.security.authorizer import ALTER_CONFIGS
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
@@ -28,13 +29,19 @@ async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate
     """Checks, authorizes and applies `alterations`; the response, in request order."""
     store = ctx.broker.configs
     errors = store.preprocess(alterations, ctx.node_id)
-    # This mock has no ACLs: altering any config needs what the CLUSTER resource needs.
-    authorized = ctx.broker.authorizer.authorize_cluster(
-        ctx.connection.principal, ALTER_CONFIGS, ctx.connection.peer[0]
-    )
+    # ALTER_CONFIGS on the cluster for broker resources, on the topic for topics
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    cluster_allowed = authorizer.authorize_cluster(principal, ALTER_CONFIGS, host)
     for index, alteration in enumerate(alterations):
-        if errors[index] is None and not authorized:
-            errors[index] = CLUSTER_REFUSED if alteration.resource_type == BROKER else TOPIC_REFUSED
+        if errors[index] is not None:
+            continue
+        if alteration.resource_type == BROKER:
+            if not cluster_allowed:
+                errors[index] = CLUSTER_REFUSED
+        elif not authorizer.authorize(
+            principal, host, Operation.ALTER_CONFIGS, ResourceType.TOPIC, alteration.resource_name
+        ):
+            errors[index] = TOPIC_REFUSED
     pending = [index for index, error in enumerate(errors) if error is None]
     results = await store.alter_resources([alterations[i] for i in pending], validate_only)
     for index, result in zip(pending, results, strict=True):

@@ -447,6 +447,7 @@ def test_only_super_users_alter_or_describe_broker_configs(tmp_path: Path) -> No
                 (CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
             ]
             # Refused resources come after the described ones, as in Kafka's ConfigHelper.
+            cluster.acls.add("User:alice", "DESCRIBE_CONFIGS", "TOPIC", "t")
             describe = send(
                 alice, DescribeConfigsRequest(resources=[(BROKER, "0", None), (TOPIC, "t", ["retention.ms"])])
             )
