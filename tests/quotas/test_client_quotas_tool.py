@@ -143,7 +143,7 @@ def test_describe_refused_by_broker(run: Run, names: str, expected: str) -> None
 def test_cluster_authorization_failed(
     sync_cluster: MockCluster, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(Authorizer, "authorize_cluster", lambda self, principal, operation: False)
+    monkeypatch.setattr(Authorizer, "authorize_cluster", lambda self, principal, operation, host="*": False)
     code, out, err = run("--describe")
     assert (code, out) == (1, "") and "CLUSTER_AUTHORIZATION_FAILED" in err  # null message: the description
     code, out, err = run("--alter", "--names", "user=alice", "--add", "producer_byte_rate=1")

@@ -623,7 +623,7 @@ def test_unauthorized_describe_and_alter(
     before = everything(admin)
     asked: list[str] = []
 
-    def deny(principal: object, operation: str) -> bool:
+    def deny(principal: object, operation: str, host: str = "*") -> bool:
         asked.append(operation)
         return False
 
@@ -671,7 +671,7 @@ def test_unauthorized_describe_and_alter(
 def test_unauthorized_alter_echoes_entity_components_as_sent(
     sync_cluster: MockCluster, admin: KafkaAdminClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sync_cluster.authorizer, "authorize_cluster", lambda principal, op: False)
+    monkeypatch.setattr(sync_cluster.authorizer, "authorize_cluster", lambda principal, op, host="*": False)
     request = AlterClientQuotasRequest(
         entries=[entry([("client-id", "c"), ("user", "u"), ("user", "v")], [(PBR, 1.0, False)])],
         validate_only=False,
