@@ -265,7 +265,24 @@ def _add_partitions_to_txn(access: Access, ctx: RequestContext, request: Any, ca
         if not access.allows_cluster(Operation.CLUSTER_ACTION):
             return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         return call(ctx, request)
-    return on_transaction(per_topic(Operation.WRITE))(access, ctx, request, call)
+    return on_transaction(_add_partitions_v3)(access, ctx, request, call)
+
+
+def _add_partitions_v3(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """A topic it may not WRITE fails the whole request, as Kafka fails it: those topics'
+    partitions TOPIC_AUTHORIZATION_FAILED, every other OPERATION_NOT_ATTEMPTED."""
+    denied = {
+        t.name for t in request.v3_and_below_topics if not access.allows(Operation.WRITE, TOPIC, t.name)
+    }
+    if not denied:
+        return call(ctx, request)
+    response = error_response(ctx, ErrorCode.OPERATION_NOT_ATTEMPTED)
+    assert response is not None  # the producers' form always has its per-partition answer
+    for topic in response.results_by_topic_v3_and_below:
+        if topic.name in denied:
+            for partition in topic.results_by_partition:
+                partition.partition_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return response
 
 
 def _txn_group(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:

@@ -167,3 +167,37 @@ def test_authorized_operations_in_describe_topics_and_cluster(secured: MockClust
     admin = _admin(secured)
     everything = admin.describe_cluster(include_authorized_operations=True).result(10)
     assert AclOperation.IDEMPOTENT_WRITE in everything.authorized_operations  # a super user
+
+
+def test_add_partitions_to_txn_with_an_unwritable_topic_adds_nothing(secured: MockCluster) -> None:
+    """Raw AddPartitionsToTxn: the unwritable topic's partitions TOPIC_AUTHORIZATION_FAILED,
+    the others OPERATION_NOT_ATTEMPTED, and the transaction is unchanged."""
+    import socket
+
+    from kafka.protocol.producer import AddPartitionsToTxnRequest, InitProducerIdRequest
+
+    from broker.harness.wire import round_trip
+
+    secured.acls.add("User:ANONYMOUS", "WRITE", "TRANSACTIONAL_ID", "tx")
+    secured.acls.add("User:ANONYMOUS", "WRITE", "TOPIC", "orders")
+    host, port = secured.bootstrap_for("PLAINTEXT").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        init = round_trip(
+            sock, InitProducerIdRequest[4](transactional_id="tx", transaction_timeout_ms=60000), 1, "r"
+        )
+        response = round_trip(
+            sock,
+            AddPartitionsToTxnRequest[3](
+                v3_and_below_transactional_id="tx",
+                v3_and_below_producer_id=init.producer_id,
+                v3_and_below_producer_epoch=init.producer_epoch,
+                v3_and_below_topics=[("orders", [0]), ("payroll", [0])],
+            ),
+            2,
+            "r",
+        )
+    errors = {
+        t.name: t.results_by_partition[0].partition_error_code for t in response.results_by_topic_v3_and_below
+    }
+    assert errors == {"orders": 55, "payroll": 29}
+    assert secured.transactions.describe("tx").partitions == set()  # type: ignore[union-attr]
