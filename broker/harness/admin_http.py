@@ -495,9 +495,10 @@ class AdminServer:
         """ACL bindings matching the query's filter (fields as `cluster.acls.list` takes them)."""
         query = _query(request, _ACL_FILTER_FIELDS)
         try:
-            found = self.cluster.acls.list(**query)
+            acl_filter = acl_filter_of(query)
         except KeyError as exc:
             bad_request(f"unknown value {exc}")
+        found = self.cluster.acls.acls.matching(acl_filter)  # on the loop: read directly
         return _json({"acls": [_acl_json(b) for b in found]})
 
     async def post_acl(self, request: web.Request) -> web.Response:
@@ -532,6 +533,8 @@ class AdminServer:
 
     async def delete_acls(self, request: web.Request) -> web.Response:
         query = _query(request, _ACL_FILTER_FIELDS)
+        if not query:
+            bad_request(f"name at least one of {', '.join(_ACL_FILTER_FIELDS)} (every ACL would go)")
         try:
             acl_filter = acl_filter_of(query)
         except KeyError as exc:

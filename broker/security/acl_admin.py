@@ -120,29 +120,41 @@ class AclAdmin:
                 continue
             refusals.append(None)
             valid.append(binding)
-        await self._commit(valid, [])
+        await self._commit(valid)
         return refusals
 
     async def delete_async(self, filters: Sequence[AclFilter]) -> list[list[AclBinding]]:
-        """The bindings each filter matches, all removed in one transaction."""
+        """The bindings each filter matches, all removed in one transaction (matched under
+        the same lock as the write, so concurrent deletions never report one binding twice)."""
         async with self._lock:
             matched = [self.acls.matching(acl_filter) for acl_filter in filters]
-        gone = list({b: None for found in matched for b in found})
-        await self._commit([], gone)
+            gone = list({b: None for found in matched for b in found})
+            await self._write(gone, removing=True)
         return matched
 
-    async def _commit(self, added: list[AclBinding], removed: list[AclBinding]) -> None:
-        if not added and not removed:
-            return
+    async def _commit(self, added: list[AclBinding]) -> None:
         async with self._lock:
+            await self._write(added, removing=False)
+
+    async def _write(self, bindings: list[AclBinding], removing: bool) -> None:
+        """SQLite first, then memory, with the caller holding the lock. Shielded: a client
+        that goes away mid-write cannot leave the store and the authorizer disagreeing."""
+        if not bindings:
+            return
+
+        async def write() -> None:
             if self.storage is not None:
+                added, removed = ([], bindings) if removing else (bindings, [])
                 await asyncio.get_running_loop().run_in_executor(
                     self._executor, self.storage.write, added, removed
                 )
-            for binding in removed:
-                self.acls.remove(binding)
-            for binding in added:
-                self.acls.add(binding)
+            for binding in bindings:
+                if removing:
+                    self.acls.remove(binding)
+                else:
+                    self.acls.add(binding)
+
+        await asyncio.shield(write())
 
     def close(self) -> None:
         if self._executor is not None:
@@ -183,8 +195,14 @@ class AclAdmin:
         return gone
 
     def list(self, **match: str) -> list[AclBinding]:
-        """The bindings a filter (as `remove` takes it) matches; no arguments: all."""
-        return self.acls.matching(acl_filter_of(match))
+        """The bindings a filter (as `remove` takes it) matches; no arguments: all. Read on
+        the cluster's loop, where they change."""
+        acl_filter = acl_filter_of(match)
+
+        async def read() -> list[AclBinding]:
+            return self.acls.matching(acl_filter)
+
+        return self._sync(read()) if self._run is not None else self.acls.matching(acl_filter)
 
     def _sync(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         if self._run is None:

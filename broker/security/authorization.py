@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from broker.context import RequestContext
+from broker.context import CloseConnection, RequestContext
 from broker.error_responses import Selection, answer_with_errors, entries_of, error_response, level_for
 from broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
@@ -102,7 +102,9 @@ def per_topic(operation: Operation) -> Check:
             ctx,
             request,
             call,
-            lambda entry: not access.allows(operation, TOPIC, _topic_name(ctx, entry)),
+            lambda entry: (
+                (name := _topic_name(ctx, entry)) != "" and not access.allows(operation, TOPIC, name)
+            ),
             ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         )
 
@@ -137,10 +139,18 @@ def per_group(operation: Operation) -> Check:
 
 # -- the APIs --------------------------------------------------------------------------
 def _produce(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """WRITE on each topic (and on the transactional id). An acks=0 produce has nobody to
+    tell: a refusal closes the connection, as Kafka does for acks=0 failures."""
     if request.transactional_id is not None and not access.allows(
         Operation.WRITE, TXN, request.transactional_id
     ):
+        if request.acks == 0:
+            raise CloseConnection("acks=0 produce refused: transactional id authorization failed")
         return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if request.acks == 0 and any(
+        not access.allows(Operation.WRITE, TOPIC, _topic_name(ctx, t)) for t in request.topic_data
+    ):
+        raise CloseConnection("acks=0 produce refused: topic authorization failed")
     return per_topic(Operation.WRITE)(access, ctx, request, call)
 
 
@@ -148,16 +158,20 @@ def _metadata(access: Access, ctx: RequestContext, request: Any, call: Handler) 
     """Named topics need DESCRIBE (TOPIC_AUTHORIZATION_FAILED otherwise, and never
     auto-created), unknown ones CREATE to be auto-created; a listing of all topics shows
     only the described ones."""
-    if request.topics is None:
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):  # all topics
         return _filtered(
             call(ctx, request), lambda t: access.allows(Operation.DESCRIBE, TOPIC, t.name), "topics"
         )
+    auto_create = ctx.config.get_bool("auto.create.topics.enable") and (
+        ctx.api_version < 4 or request.allow_auto_topic_creation
+    )
 
     def denied(entry: Any) -> bool:
         name = _topic_name(ctx, entry)
+        if not name:
+            return False  # an unknown topic id: the handler answers UNKNOWN_TOPIC_ID
         if not access.allows(Operation.DESCRIBE, TOPIC, name):
             return True
-        auto_create = ctx.api_version < 4 or request.allow_auto_topic_creation
         creating = auto_create and name not in ctx.cluster.topics
         return creating and not (
             access.allows_cluster(Operation.CREATE) or access.allows(Operation.CREATE, TOPIC, name)
@@ -168,15 +182,11 @@ def _metadata(access: Access, ctx: RequestContext, request: Any, call: Handler) 
 
 def _filtered(result: Any, keep: Callable[[Any], bool], field: str) -> Any:
     """The response with only the `field` entries `keep` accepts (async-aware)."""
-    if inspect.iscoroutine(result):
 
-        async def later() -> Any:
-            return _filtered(await result, keep, field)
+    def change(response: Any) -> None:
+        setattr(response, field, [entry for entry in getattr(response, field) or () if keep(entry)])
 
-        return later()
-    if result is not None:
-        setattr(result, field, [entry for entry in getattr(result, field) or () if keep(entry)])
-    return result
+    return _after(result, change)
 
 
 def _offset_commit(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
@@ -186,17 +196,53 @@ def _offset_commit(access: Access, ctx: RequestContext, request: Any, call: Hand
 
 
 def _offset_fetch(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """DESCRIBE on the group, then on each topic: a named one the caller may not describe
+    answers TOPIC_AUTHORIZATION_FAILED, a listing of all leaves it out."""
     if ctx.api_version >= 8:
-        return _refuse_entries(
+        result = _refuse_entries(
             ctx,
             request,
             call,
             lambda group: not access.allows(Operation.DESCRIBE, GROUP, group.group_id),
             ErrorCode.GROUP_AUTHORIZATION_FAILED,
         )
+        listing = {g.group_id: g.topics is None for g in request.groups}
+
+        def per_group(response: Any) -> None:
+            for group in response.groups:
+                _hide_topics(access, group, listing.get(group.group_id, False))
+
+        return _after(result, per_group)
     if not access.allows(Operation.DESCRIBE, GROUP, request.group_id):
         return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return call(ctx, request)
+    return _after(call(ctx, request), lambda response: _hide_topics(access, response, request.topics is None))
+
+
+def _hide_topics(access: Access, holder: Any, listing: bool) -> None:
+    """The topics of `holder` the caller may not describe: dropped from a listing of all,
+    refused when named."""
+    topics = holder.topics or []
+    if listing:
+        holder.topics = [t for t in topics if access.allows(Operation.DESCRIBE, TOPIC, t.name)]
+        return
+    for topic in topics:
+        if topic.name and not access.allows(Operation.DESCRIBE, TOPIC, topic.name):
+            for partition in topic.partitions:
+                partition.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                partition.committed_offset, partition.committed_leader_epoch, partition.metadata = -1, -1, ""
+
+
+def _after(result: Any, change: Callable[[Any], None]) -> Any:
+    """`change` applied to the response once there is one (async-aware)."""
+    if inspect.iscoroutine(result):
+
+        async def later() -> Any:
+            return _after(await result, change)
+
+        return later()
+    if result is not None:
+        change(result)
+    return result
 
 
 def _find_coordinator(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:

@@ -164,8 +164,7 @@ def _print_current(
 
 def run(args: argparse.Namespace, client: AclClient, out: TextIO) -> int:
     resources = _resources(args)
-    pattern_name = args.resource_pattern_type or ("literal" if not args.list else "any")
-    pattern = PatternType[pattern_name.upper()]
+    pattern = PatternType[(args.resource_pattern_type or "literal").upper()]  # kafka-acls.sh's default
     if args.list:
         for resource in resources or [None]:  # type: ignore[list-item]
             _print_current(client, resource, pattern if resource else PatternType.ANY, args.principal, out)

@@ -201,3 +201,63 @@ def test_add_partitions_to_txn_with_an_unwritable_topic_adds_nothing(secured: Mo
     }
     assert errors == {"orders": 55, "payroll": 29}
     assert secured.transactions.describe("tx").partitions == set()  # type: ignore[union-attr]
+
+
+def test_listings_leak_nothing_the_caller_may_not_describe(secured: MockCluster) -> None:
+    """Metadata v0 with an empty topic list (all topics, in v0) and OffsetFetch of all of a
+    group's offsets show only described topics; a named topic's offset is refused."""
+    import socket
+
+    from kafka.protocol.consumer import OffsetFetchRequest
+    from kafka.protocol.metadata import MetadataRequest
+
+    from broker.harness.wire import round_trip
+    from broker.state.groups import OffsetCommit
+
+    secured.acls.add("User:ANONYMOUS", "DESCRIBE", "GROUP", "readers")
+    secured.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "orders")
+    secured.on_loop(
+        lambda: secured.groups.commit_offsets(
+            "readers", -1, "", [OffsetCommit("orders", 0, 5), OffsetCommit("payroll", 0, 7)]
+        )
+    )
+    host, port = secured.bootstrap_for("PLAINTEXT").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        v0 = round_trip(sock, MetadataRequest[0](topics=[]), 1, "r")
+        assert [t.name for t in v0.topics] == ["orders"]
+        everything = round_trip(
+            sock, OffsetFetchRequest[7](group_id="readers", topics=None, require_stable=False), 2, "r"
+        )
+        assert [t.name for t in everything.topics] == ["orders"]
+        named = round_trip(
+            sock,
+            OffsetFetchRequest[7](group_id="readers", topics=[("payroll", [0])], require_stable=False),
+            3,
+            "r",
+        )
+        partition = named.topics[0].partitions[0]
+        assert (partition.error_code, partition.committed_offset) == (29, -1)
+
+
+def test_a_refused_acks0_produce_closes_the_connection(secured: MockCluster) -> None:
+    """Nobody is told of an acks=0 refusal, so Kafka closes the connection."""
+    import socket
+
+    from kafka.protocol.producer import ProduceRequest
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from broker.harness.wire import encode_request
+
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 2**20)
+    builder.append(0, 1000, None, b"v", [])
+    request = ProduceRequest[9](
+        transactional_id=None,
+        acks=0,
+        timeout_ms=1000,
+        topic_data=[("payroll", [(0, bytes(builder.build()))])],
+    )
+    host, port = secured.bootstrap_for("PLAINTEXT").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(encode_request(request, 1, "r"))
+        assert sock.recv(1) == b""  # closed, unanswered
+    assert secured.state.topics["payroll"].partitions[0].log.log_end_offset == 0
