@@ -8,11 +8,11 @@ loop) before they are applied in memory and announced to listeners.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import socket
 from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
+from broker.persistence import PersistentStore
 from quotas.entity import CLIENT_ID, IP, USER, QuotaEntity
 from quotas.resolution import Resolved, resolve
 from quotas.store import Alteration, AlterPlan, QuotaOp, QuotaStore, SqliteQuotaStorage
@@ -29,7 +29,7 @@ ANY = object()  # describe(user=ANY): every entity that has a user component
 HOST_LOOKUP_TIMEOUT_S = 2.0
 
 
-class QuotaAdmin:
+class QuotaAdmin(PersistentStore):
     def __init__(
         self,
         storage: SqliteQuotaStorage | None = None,
@@ -37,15 +37,9 @@ class QuotaAdmin:
     ) -> None:
         """`run` executes a coroutine on the cluster's loop for synchronous callers (the
         thread-backed cluster); without it only the async API is available."""
+        super().__init__(storage, run, "quota-store")
+        self.storage: SqliteQuotaStorage | None = storage
         self.store = QuotaStore()
-        self.storage = storage
-        self._run = run
-        self._lock = asyncio.Lock()
-        self._executor = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="quota-store")
-            if storage is not None
-            else None
-        )
         # Ip entity host names -> the address each is enforced on (resolved when set).
         self.addresses: dict[str, str] = {}
         if storage is not None:
@@ -70,18 +64,9 @@ class QuotaAdmin:
             plan = self.store.plan(alterations, lambda name: is_ip_literal(name) or name in hosts)
             if not validate_only and plan.changes:
                 self.addresses.update(hosts)
-                if self.storage is not None:
-                    await asyncio.get_running_loop().run_in_executor(
-                        self._executor, self.storage.write, plan.changes
-                    )
+                await self._persist(plan.changes)
                 self.store.apply(plan.changes)
         return plan
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        if self.storage is not None:
-            self.storage.close()
 
     # -- Python API for harnesses ------------------------------------------------
     async def alter_async(

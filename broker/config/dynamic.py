@@ -22,8 +22,6 @@ run in preprocessing and again under the lock, so they must not act on what they
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import enum
 import logging
 import time
@@ -53,6 +51,7 @@ from broker.config.topic_configs import (
     parse_list,
     topic_configs_error,
 )
+from broker.persistence import PersistentStore
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from broker.state.compaction import CompactionConfig
 from protocol.errors import ErrorCode
@@ -274,7 +273,7 @@ def apply_ops(current: Mapping[str, str], ops: Sequence[ConfigOp], resource_type
     return configs
 
 
-class DynamicConfigStore:
+class DynamicConfigStore(PersistentStore):
     def __init__(
         self,
         static: BrokerConfig,
@@ -283,15 +282,9 @@ class DynamicConfigStore:
     ) -> None:
         """`run` executes a coroutine on the cluster's loop for synchronous callers (the
         thread-backed cluster); without it only the async Python API is available."""
+        super().__init__(storage, run, "config-store")
+        self.storage: SqliteConfigStorage | None = storage
         self.static = static
-        self.storage = storage
-        self._run = run
-        self._lock = asyncio.Lock()
-        self._executor = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="config-store")
-            if storage is not None
-            else None
-        )
         self.cluster_default: dict[str, str] = {}
         self.per_broker: dict[int, dict[str, str]] = {}
         if storage is not None:
@@ -314,12 +307,6 @@ class DynamicConfigStore:
 
     def _layer(self, broker: int | None) -> dict[str, str]:
         return self.cluster_default if broker is None else self.per_broker.setdefault(broker, {})
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        if self.storage is not None:
-            self.storage.close()
 
     # -- one request ---------------------------------------------------------------
     def preprocess(self, alterations: Sequence[Alteration], node_id: int) -> list[ConfigError | None]:
@@ -388,8 +375,8 @@ class DynamicConfigStore:
             if validate_only or not changes:
                 return results
             layers = [(c.broker, c.layer) for c in changes if isinstance(c, _BrokerChange)]
-            if layers and self.storage is not None:
-                await asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, layers)
+            if layers:
+                await self._persist(layers)
             self._apply(changes)
         return results
 

@@ -6,12 +6,12 @@ acknowledged change and never half of a request) and applied to the authorizer."
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import sqlite3
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
+from broker.persistence import PersistentStore
 from broker.security.acls import (
     AclAuthorizer,
     AclBinding,
@@ -86,7 +86,7 @@ def _binding(row: sqlite3.Row | tuple[Any, ...]) -> AclBinding:
     )
 
 
-class AclAdmin:
+class AclAdmin(PersistentStore):
     def __init__(
         self,
         acls: AclAuthorizer,
@@ -94,15 +94,9 @@ class AclAdmin:
         run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
     ) -> None:
         """`run` executes a coroutine on the cluster's loop for synchronous callers."""
+        super().__init__(storage, run, "acl-store")
+        self.storage: SqliteAclStorage | None = storage
         self.acls = acls
-        self.storage = storage
-        self._run = run
-        self._lock = asyncio.Lock()
-        self._executor = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="acl-store")
-            if storage is not None
-            else None
-        )
         if storage is not None:
             for binding in storage.load():
                 acls.add(binding)
@@ -143,11 +137,8 @@ class AclAdmin:
             return
 
         async def write() -> None:
-            if self.storage is not None:
-                added, removed = ([], bindings) if removing else (bindings, [])
-                await asyncio.get_running_loop().run_in_executor(
-                    self._executor, self.storage.write, added, removed
-                )
+            added, removed = ([], bindings) if removing else (bindings, [])
+            await self._persist(added, removed)
             for binding in bindings:
                 if removing:
                     self.acls.remove(binding)
@@ -155,12 +146,6 @@ class AclAdmin:
                     self.acls.add(binding)
 
         await asyncio.shield(write())
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        if self.storage is not None:
-            self.storage.close()
 
     # -- Python API for harnesses --------------------------------------------------
     def add(

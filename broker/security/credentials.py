@@ -15,8 +15,6 @@ its ScramImage.describe.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import hmac
 import json
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from broker.persistence import PersistentStore
 from broker.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -150,7 +149,7 @@ def load_users_file(path: str | Path) -> dict[str, str]:
     return users
 
 
-class CredentialStore:
+class CredentialStore(PersistentStore):
     def __init__(
         self,
         users: Mapping[str, str] | None = None,
@@ -159,15 +158,9 @@ class CredentialStore:
     ) -> None:
         """`users`: the users file's passwords; `run` executes a coroutine on the
         cluster's loop for synchronous callers, as QuotaAdmin's does."""
+        super().__init__(storage, run, "credential-store")
+        self.storage: SqliteCredentialStorage | None = storage
         self._passwords = dict(users or {})
-        self.storage = storage
-        self._run = run
-        self._lock = asyncio.Lock()
-        self._executor = (
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="credential-store")
-            if storage is not None
-            else None
-        )
         overrides = (
             {(user, mechanism): credential for user, mechanism, credential in storage.load()}
             if storage is not None
@@ -309,8 +302,7 @@ class CredentialStore:
         """Persist first (off the loop), then apply: memory never holds what disk lacks."""
         if not changes:
             return
-        if self.storage is not None:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, changes)
+        await self._persist(changes)
         self._apply(changes)
 
     def _apply(self, changes: Iterable[Change]) -> None:
@@ -319,12 +311,6 @@ class CredentialStore:
                 self._credentials.pop((user, mechanism), None)
             else:
                 self._credentials[user, mechanism] = credential
-
-    def close(self) -> None:
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-        if self.storage is not None:
-            self.storage.close()
 
     # -- Python API for harnesses ------------------------------------------------------
     async def upsert_user_async(
