@@ -13,11 +13,8 @@ whose response arrived (in-flight ones may or may not be there).
 from __future__ import annotations
 
 import math
-import signal
-import socket
 import struct
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +26,7 @@ from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasR
 
 from broker import MockCluster
 from broker.harness.process import BrokerProcess
+from tests.kill9 import stream_until_killed
 
 Key = frozenset[tuple[str, str | None]]
 AlterEntry = AlterClientQuotasRequest.EntryData
@@ -260,53 +258,13 @@ MAX_REQUESTS = 20000
 
 
 def test_acknowledged_alterations_survive_kill_9(tmp_path: Path, child: BrokerProcess) -> None:
-    sock = socket.create_connection(child.address(), timeout=10)
-    sent = 0
-    stop_sending = threading.Event()
+    def check(i: int, frame: bytes) -> None:
+        assert struct.unpack(">i", frame[4:8])[0] == i, "responses out of order"
+        assert frame == stream_response(i), f"alteration {i} was not acknowledged with error 0: {frame.hex()}"
 
-    def writer() -> None:
-        nonlocal sent
-        try:
-            for i in range(MAX_REQUESTS):
-                if stop_sending.is_set():
-                    return
-                sock.sendall(stream_request(i))
-                sent = i + 1
-        except OSError:
-            return  # the broker died under us
-
-    sending = threading.Thread(target=writer, name="quota-stream", daemon=True)
-    sending.start()
-
-    acked: list[int] = []
-    buffer = b""
-    killed = False
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not chunk:
-            break
-        buffer += chunk
-        while len(buffer) >= 4 and len(buffer) >= 4 + struct.unpack(">i", buffer[:4])[0]:
-            size = struct.unpack(">i", buffer[:4])[0]
-            frame, buffer = buffer[: 4 + size], buffer[4 + size :]
-            i = struct.unpack(">i", frame[4:8])[0]
-            assert i == len(acked), "responses out of order"
-            assert frame == stream_response(i), (
-                f"alteration {i} was not acknowledged with error 0: {frame.hex()}"
-            )
-            acked.append(i)
-        if not killed and len(acked) >= KILL_AFTER:
-            child.kill()  # SIGKILL while the writer keeps streaming
-            killed = True
-    stop_sending.set()
-    sock.close()
-    sending.join(timeout=10)
-    assert killed, f"only {len(acked)} acknowledgements before the stream ended"
-    assert child.proc.returncode == -signal.SIGKILL
-    assert sent > len(acked), "nothing was in flight at the kill; the test proves less than intended"
+    stream = stream_until_killed(child, stream_request, check, KILL_AFTER, MAX_REQUESTS)
+    acked = stream.acked
+    assert stream.sent > len(acked), "nothing was in flight at the kill; the test proves less than intended"
 
     with MockCluster(config={"state.dir": str(tmp_path / "state")}) as reopened:
         stored = stored_in(reopened)

@@ -3,10 +3,6 @@ kill -9 mid-stream and never half of one; and the Python API (`cluster.acls`).""
 
 from __future__ import annotations
 
-import signal
-import socket
-import struct
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +14,7 @@ from broker import MockCluster
 from broker.harness.process import BrokerProcess
 from broker.harness.wire import encode_request
 from broker.security.acls import InvalidAcl, Operation, PatternType, Permission, ResourceType
+from tests.kill9 import stream_until_killed
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECURED = {"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"}
@@ -100,42 +97,11 @@ def child(tmp_path: Path) -> Iterator[BrokerProcess]:
 
 
 def test_acknowledged_creations_survive_kill_9(tmp_path: Path, child: BrokerProcess) -> None:
-    sock = socket.create_connection(child.address(), timeout=10)
-    stop = threading.Event()
+    def check(_i: int, frame: bytes) -> None:
+        response = CreateAclsResponse[1].decode(frame[4:], header=True)
+        assert [r.error_code for r in response.results] == [0, 0]
 
-    def writer() -> None:
-        try:
-            for i in range(20000):
-                if stop.is_set():
-                    return
-                sock.sendall(_request(i))
-        except OSError:
-            return
-
-    sending = threading.Thread(target=writer, daemon=True)
-    sending.start()
-    acked: list[int] = []
-    buffer = b""
-    while True:
-        try:
-            chunk = sock.recv(65536)
-        except (ConnectionResetError, TimeoutError):
-            break
-        if not chunk:
-            break
-        buffer += chunk
-        while len(buffer) >= 4 and len(buffer) >= 4 + struct.unpack(">i", buffer[:4])[0]:
-            size = struct.unpack(">i", buffer[:4])[0]
-            frame, buffer = buffer[4 : 4 + size], buffer[4 + size :]
-            response = CreateAclsResponse[1].decode(frame, header=True)
-            assert [r.error_code for r in response.results] == [0, 0]
-            acked.append(len(acked))
-        if len(acked) >= 200 and child.proc.poll() is None:
-            child.kill()
-    stop.set()
-    sock.close()
-    sending.join(timeout=10)
-    assert child.proc.returncode == -signal.SIGKILL
+    acked = stream_until_killed(child, _request, check, kill_after=200).acked
 
     with MockCluster(config={**SECURED, "state.dir": str(tmp_path / "state")}) as reopened:
         stored = set(reopened.acls.list())
