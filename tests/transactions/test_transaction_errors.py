@@ -63,24 +63,34 @@ class Wire:
             for p in t.results_by_partition
         }
 
-    def end(self, transactional_id: str, producer: tuple[int, int], commit: bool) -> int:
-        response = self(
-            EndTxnRequest[3](
+    def end_txn(
+        self, transactional_id: str, producer: tuple[int, int], commit: bool, version: int = 3
+    ) -> Any:
+        return self(
+            EndTxnRequest[version](
                 transactional_id=transactional_id,
                 producer_id=producer[0],
                 producer_epoch=producer[1],
                 committed=commit,
             )
         )
-        return int(response.error_code)
+
+    def end(self, transactional_id: str, producer: tuple[int, int], commit: bool) -> int:
+        return int(self.end_txn(transactional_id, producer, commit).error_code)
 
     def produce(
-        self, transactional_id: str, producer: tuple[int, int], topic: str, partition: int, seq: int
+        self,
+        transactional_id: str,
+        producer: tuple[int, int],
+        topic: str,
+        partition: int,
+        seq: int,
+        version: int = 9,
     ) -> int:
         builder = DefaultRecordBatchBuilder(2, 0, True, producer[0], producer[1], seq, 2**20)
         builder.append(0, 1000, None, b"v", [])
         response = self(
-            ProduceRequest[9](
+            ProduceRequest[version](
                 transactional_id=transactional_id,
                 acks=-1,
                 timeout_ms=5000,

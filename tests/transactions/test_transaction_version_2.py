@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 from kafka.protocol.consumer import OffsetFetchRequest
 from kafka.protocol.metadata import ApiVersionsRequest
-from kafka.protocol.producer import EndTxnRequest, ProduceRequest, TxnOffsetCommitRequest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.protocol.producer import TxnOffsetCommitRequest
 
 from broker import MockCluster
 from protocol.errors import ErrorCode
@@ -27,31 +26,12 @@ def wire(sync_cluster: MockCluster) -> Iterator[Wire]:
     connection.sock.close()
 
 
-def _end(wire: Wire, producer: tuple[int, int], commit: bool, transactional_id: str = "v2") -> Any:
-    return wire(
-        EndTxnRequest[5](
-            transactional_id=transactional_id,
-            producer_id=producer[0],
-            producer_epoch=producer[1],
-            committed=commit,
-        )
-    )
+def _end(wire: Wire, producer: tuple[int, int], commit: bool) -> Any:
+    return wire.end_txn("v2", producer, commit, version=5)
 
 
-def _produce(
-    wire: Wire, producer: tuple[int, int], partition: int, seq: int, transactional_id: str = "v2"
-) -> int:
-    builder = DefaultRecordBatchBuilder(2, 0, True, producer[0], producer[1], seq, 2**20)
-    builder.append(0, 1000, b"k", b"v", [])
-    response = wire(
-        ProduceRequest[12](
-            transactional_id=transactional_id,
-            acks=-1,
-            timeout_ms=5000,
-            topic_data=[("tv2", [(partition, bytes(builder.build()))])],
-        )
-    )
-    return int(response.responses[0].partition_responses[0].error_code)
+def _produce(wire: Wire, producer: tuple[int, int], partition: int, seq: int) -> int:
+    return wire.produce("v2", producer, "tv2", partition, seq, version=12)
 
 
 def test_api_versions_finalizes_transaction_version_2(wire: Wire) -> None:
