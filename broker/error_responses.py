@@ -85,6 +85,7 @@ LEVELS: dict[int, Level] = {
     ApiKey.DESCRIBE_TRANSACTIONS: Level(
         ("transactional_ids",), "transaction_states", (("transactional_id", ""),)
     ),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: Level(("group_ids",), "groups", (("group_id", ""),)),
 }
 # Versions whose entries live elsewhere than LEVELS says.
 _OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))

@@ -41,6 +41,28 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.min.session.timeout.ms": ("6000", "int", "smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": ("1800000", "int", "largest session timeout a member may ask for"),
     "group.max.size": ("2147483647", "int", "largest number of members in one group"),
+    "group.coordinator.rebalance.protocols": (
+        "classic,consumer",
+        "list",
+        "group protocols served (consumer: KIP-848's ConsumerGroupHeartbeat)",
+    ),
+    "group.consumer.heartbeat.interval.ms": ("5000", "int", "heartbeat interval of consumer-protocol members"),
+    "group.consumer.min.heartbeat.interval.ms": ("5000", "int", "smallest per-group heartbeat interval"),
+    "group.consumer.max.heartbeat.interval.ms": ("15000", "int", "largest per-group heartbeat interval"),
+    "group.consumer.session.timeout.ms": ("45000", "int", "session timeout of consumer-protocol members"),
+    "group.consumer.min.session.timeout.ms": ("45000", "int", "smallest per-group session timeout"),
+    "group.consumer.max.session.timeout.ms": ("60000", "int", "largest per-group session timeout"),
+    "group.consumer.max.size": ("2147483647", "int", "largest number of members in one consumer group"),
+    "group.consumer.assignors": (
+        "uniform,range",
+        "list",
+        "server-side assignors; the first is the default (KIP-848)",
+    ),
+    "group.consumer.migration.policy": (
+        "bidirectional",
+        "string",
+        "classic <-> consumer group conversion: bidirectional, upgrade, downgrade or disabled",
+    ),
     "offset.metadata.max.bytes": ("4096", "int", "largest metadata string of a committed offset"),
     "offsets.topic.num.partitions": ("50", "int", "partitions of __consumer_offsets (coordinator choice)"),
     "transaction.state.log.num.partitions": (

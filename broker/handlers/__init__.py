@@ -19,6 +19,8 @@ from broker.handlers import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_acls,
     create_partitions,
     create_topics,
@@ -112,5 +114,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         describe_producers,
         describe_transactions,
         list_transactions,
+        consumer_group_heartbeat,
+        consumer_group_describe,
     )
 }

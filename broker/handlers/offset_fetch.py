@@ -1,4 +1,5 @@
-"""OffsetFetch (9): committed offsets of a group (v8+: several groups; v10: topic ids).
+"""OffsetFetch (9): committed offsets of a group (v8+: several groups; v9: the member's
+id and epoch, checked in consumer-protocol groups; v10: topic ids).
 
 Partitions without a commit answer offset -1, and `topics` null asks for every
 committed offset of the group. With `require_stable` (v7+, KIP-447) a partition whose
@@ -32,11 +33,20 @@ Answer = tuple[str, uuid.UUID | None, list[tuple[int, CommittedOffset | None, in
 
 
 def fetch(
-    ctx: RequestContext, group_id: str, topics: Any, use_ids: bool, require_stable: bool = False
+    ctx: RequestContext,
+    group_id: str,
+    topics: Any,
+    use_ids: bool,
+    require_stable: bool = False,
+    member: tuple[str | None, int] = (None, -1),
 ) -> tuple[int, list[Answer]]:
-    """(group error, topics) for one group; `topics` None means all committed offsets."""
+    """(group error, topics) for one group; `topics` None means all committed offsets;
+    `member` (v9+) is the fetching member's id and epoch in a consumer-protocol group."""
     if ctx.groups.coordinator_for(group_id) != ctx.node_id:
         return ErrorCode.NOT_COORDINATOR, []
+    error = ctx.groups.validate_offset_fetch(group_id, *member)
+    if error != ErrorCode.NONE:
+        return error, []
     answers = _fetch(ctx, group_id, topics, use_ids)
     if require_stable and ctx.groups.pending_offsets.get(group_id):
         answers = [
@@ -115,6 +125,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 wanted.topics,
                 use_ids=version >= 10,
                 require_stable=request.require_stable,
+                member=(wanted.member_id, wanted.member_epoch) if version >= 9 else (None, -1),
             )
             groups.append(
                 Group(

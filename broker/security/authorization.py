@@ -382,6 +382,8 @@ CHECKS: dict[int, Check] = {
     ApiKey.DESCRIBE_GROUPS: per_group(Operation.DESCRIBE),
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: on_group(Operation.READ),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: per_topic(Operation.DELETE),
     ApiKey.CREATE_PARTITIONS: per_topic(Operation.ALTER),

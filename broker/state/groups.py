@@ -25,6 +25,14 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from broker.state.cluster import ClusterState
+from broker.state.consumer_groups import GROUP_TYPE as CONSUMER_GROUP_TYPE
+from broker.state.consumer_groups import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from broker.state.consumer_groups import (
+    ConsumerGroupManager,
+    HeartbeatError,
+    HeartbeatRequest,
+    HeartbeatResult,
+)
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
 
@@ -411,6 +419,8 @@ class GroupCoordinator:
         # TxnOffsetCommit offsets by group and producer id, until the transaction ends.
         self.pending_offsets: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] = {}
         self._timers: dict[tuple[str, ...], asyncio.TimerHandle] = {}
+        # KIP-848 groups share the group id namespace, the offsets and the timers.
+        self.consumer = ConsumerGroupManager(cluster, self._schedule, self._cancel)
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
     @property
@@ -1008,8 +1018,10 @@ class GroupCoordinator:
         )
         if error != ErrorCode.NONE:
             return [error] * len(offsets)
-        group = self.groups[group_id]
-        if group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
+        group = self.groups.get(group_id)
+        if group is None:  # a consumer-protocol group: members' sessions live on heartbeats
+            pass
+        elif group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
             # Classic protocol: commits keep the member's session alive.
             self._reschedule_heartbeat(group, group.members[member_id])
         return self._store(self.offsets.setdefault(group_id, {}), offsets)
@@ -1061,6 +1073,11 @@ class GroupCoordinator:
         api_version: int,
         transactional: bool,
     ) -> int:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.validate_offset_commit(
+                consumer_group, member_id, generation_id, transactional, api_version
+            )
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -1111,12 +1128,39 @@ class GroupCoordinator:
             del stored[key]
         return stored
 
+    # -- ConsumerGroupHeartbeat (KIP-848) ---------------------------------------------------
+    def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        """A consumer-protocol heartbeat; an empty classic group of the same id (one that
+        only holds committed offsets) becomes a consumer group, keeping its offsets."""
+        classic = self.groups.get(request.group_id)
+        if classic is not None and classic.state != DEAD:
+            if request.member_epoch != 0 or classic.members:
+                raise HeartbeatError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
+                )
+            for key in [key for key in self._timers if key[1] == request.group_id]:
+                self._cancel(key)
+            del self.groups[request.group_id]
+        return self.consumer.heartbeat(request)
+
+    def group_exists(self, group_id: str) -> bool:
+        """A classic group that is not Dead, or a consumer-protocol group."""
+        group = self.groups.get(group_id)
+        return (group is not None and group.state != DEAD) or group_id in self.consumer.groups
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
+        """OffsetFetch v9+ from a member of a consumer-protocol group names its epoch
+        (ConsumerGroup.validateOffsetFetch); -1 is an admin's fetch, always served."""
+        group = self.consumer.groups.get(group_id)
+        if group is None or member_epoch == -1:
+            return ErrorCode.NONE
+        return self.consumer.validate_offset_fetch(group, member_id or "", member_epoch)
+
     def fetch_offsets(
         self, group_id: str, partitions: Iterable[tuple[str, int]] | None = None
     ) -> dict[tuple[str, int], CommittedOffset | None]:
         """Committed offsets of `partitions` (None where nothing is committed), or all."""
-        group = self.groups.get(group_id)
-        known = self._live_offsets(group_id) if group is not None and group.state != DEAD else {}
+        known = self._live_offsets(group_id) if self.group_exists(group_id) else {}
         if partitions is None:
             return dict(sorted(known.items()))
         return {key: known.get(key) for key in partitions}
@@ -1156,23 +1200,35 @@ class GroupCoordinator:
         """Groups (optionally only those `coordinator` coordinates), filtered as ListGroups v4/v5."""
         wanted_states = {state.lower() for state in states}
         wanted_types = {kind.lower() for kind in types}
-        if wanted_types and GROUP_TYPE not in wanted_types:
-            return []
-        listed = []
-        for group in self.groups.values():
-            if group.state == DEAD:
-                continue
-            if wanted_states and group.state.lower() not in wanted_states:
-                continue
-            if coordinator is not None and self.coordinator_for(group.group_id) != coordinator:
-                continue
-            listed.append(ListedGroup(group.group_id, group.protocol_type or "", group.state))
-        return listed
+        candidates = [
+            ListedGroup(group.group_id, group.protocol_type or "", group.state)
+            for group in self.groups.values()
+            if group.state != DEAD
+        ] + [
+            ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.state, CONSUMER_GROUP_TYPE)
+            for group in self.consumer.groups.values()
+        ]
+        return [
+            listed
+            for listed in candidates
+            if (not wanted_types or listed.group_type in wanted_types)
+            and (not wanted_states or listed.state.lower() in wanted_states)
+            and (coordinator is None or self.coordinator_for(listed.group_id) == coordinator)
+        ]
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """DeleteGroups: only Empty groups go, together with their committed offsets."""
         results: dict[str, int] = {}
         for group_id in dict.fromkeys(group_ids):
+            consumer_group = self.consumer.groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self.consumer.delete(group_id)
+                    self.offsets.pop(group_id, None)
+                    results[group_id] = ErrorCode.NONE
+                continue
             group = self.groups.get(group_id)
             if group is None or group.state == DEAD:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND

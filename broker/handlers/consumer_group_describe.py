@@ -1,0 +1,106 @@
+"""ConsumerGroupDescribe (69): KIP-848 groups with their epochs, the assignor, and each
+member's subscription, current assignment and target assignment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.security.acls import ResourceType
+from broker.state.consumer_groups import ConsumerGroup
+from messages.kip848 import ConsumerGroupDescribeResponse
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
+Described = ConsumerGroupDescribeResponse.DescribedGroup
+Member = Described.Member
+Assignment = Member.Assignment
+TopicPartitions = Assignment.TopicPartitions
+CONSUMER_MEMBER = 1  # MemberType: 0 classic, 1 consumer (v1, KIP-1099)
+
+
+def _failed(group_id: str, code: int, message: str | None) -> Any:
+    return Described(
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=None,
+    )
+
+
+def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> Any:
+    groups = ctx.groups
+    if not group_id:
+        return _failed(group_id, ErrorCode.INVALID_GROUP_ID, None)
+    if groups.coordinator_for(group_id) != ctx.node_id:
+        return _failed(group_id, ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+    group = groups.consumer.groups.get(group_id)
+    if group is None:
+        message = (
+            f"Group {group_id} is not a consumer group."
+            if groups.group_exists(group_id)
+            else f"Group {group_id} not found."
+        )
+        return _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+    operations = (
+        ctx.broker.authorizer.authorized_operations(
+            ctx.connection.principal, ctx.connection.peer[0], ResourceType.GROUP, group_id
+        )
+        if include_operations
+        else None
+    )
+    return Described(
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        group_id=group_id,
+        group_state=group.state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.preferred_server_assignor(groups.consumer.assignor_names()[0]),
+        members=[_member(ctx, group, member_id) for member_id in group.members],
+        authorized_operations=operations,
+    )
+
+
+def _member(ctx: RequestContext, group: ConsumerGroup, member_id: str) -> Any:
+    member = group.members[member_id]
+    names_of = ctx.groups.consumer.names_of
+    return Member(
+        member_id=member.member_id,
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=list(member.subscribed_topic_names),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        assignment=Assignment(
+            topic_partitions=[
+                TopicPartitions(topic_id=t, topic_name=name, partitions=ps)
+                for t, name, ps in names_of(member.assigned)
+            ]
+        ),
+        target_assignment=Assignment(
+            topic_partitions=[
+                TopicPartitions(topic_id=t, topic_name=name, partitions=ps)
+                for t, name, ps in names_of(group.target.get(member_id, {}))
+            ]
+        ),
+        member_type=CONSUMER_MEMBER,
+    )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    return ctx.response(
+        throttle_time_ms=0,
+        groups=[
+            describe(ctx, group_id, bool(request.include_authorized_operations))
+            for group_id in request.group_ids
+        ],
+    )

@@ -1,0 +1,74 @@
+"""ConsumerGroupHeartbeat (68): KIP-848's one request for joining, staying in, leaving
+and being assigned partitions in a consumer group; the assignment is the broker's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.context import RequestContext
+from broker.state.consumer_groups import HeartbeatError, HeartbeatRequest
+from messages.kip848 import ConsumerGroupHeartbeatResponse
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
+Assignment = ConsumerGroupHeartbeatResponse.Assignment
+TopicPartitions = Assignment.TopicPartitions
+
+
+def _error(ctx: RequestContext, code: int, message: str | None = None) -> Any:
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=message,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    heartbeat = HeartbeatRequest(
+        group_id=request.group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=request.subscribed_topic_names,
+        subscribed_topic_regex=request.subscribed_topic_regex if ctx.api_version >= 1 else None,
+        server_assignor=request.server_assignor,
+        owned=(
+            None
+            if request.topic_partitions is None
+            else [(t.topic_id, list(t.partitions)) for t in request.topic_partitions]
+        ),
+        client_id=ctx.client_id or "",
+        client_host=f"/{ctx.connection.peer[0]}",
+        api_version=ctx.api_version,
+    )
+    groups = ctx.groups
+    try:
+        groups.consumer.validate(heartbeat)
+        if groups.coordinator_for(heartbeat.group_id) != ctx.node_id:
+            return _error(ctx, ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+        result = groups.consumer_group_heartbeat(heartbeat)
+    except HeartbeatError as error:
+        return _error(ctx, error.code, error.message)
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=None
+        if result.assignment is None
+        else Assignment(
+            topic_partitions=[
+                TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+                for topic_id, partitions in result.assignment.items()
+            ]
+        ),
+    )

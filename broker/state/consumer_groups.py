@@ -1,0 +1,722 @@
+"""KIP-848 consumer groups: ConsumerGroupHeartbeat's state machine with server-side assignment.
+
+Follows Kafka 4.x's `GroupMetadataManager` (consumer group part), `ConsumerGroup` and
+`CurrentAssignmentBuilder`: the group epoch is bumped whenever membership, subscriptions
+or the subscribed topics' metadata change; the target assignment is recomputed by the
+group's assignor when the group epoch passes the assignment epoch; and each member is
+reconciled towards its target one heartbeat at a time, revoking before assigning, so a
+partition is never owned by two members at once (partition epochs).
+
+There is no parking here: every heartbeat is answered at once, and timers (session and
+rebalance timeouts) fence members that stop heartbeating or never revoke.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
+from broker.state.cluster import ClusterState
+from protocol.errors import ErrorCode
+
+log = logging.getLogger("broker.groups")
+
+GROUP_TYPE = "consumer"
+PROTOCOL_TYPE = "consumer"
+# group states (ConsumerGroupState.toString())
+EMPTY = "Empty"
+ASSIGNING = "Assigning"
+RECONCILING = "Reconciling"
+STABLE = "Stable"
+DEAD = "Dead"
+# member states (MemberState)
+MEMBER_STABLE = "stable"
+UNREVOKED_PARTITIONS = "unrevoked_partitions"
+UNRELEASED_PARTITIONS = "unreleased_partitions"
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
+
+Assignment = dict[uuid.UUID, frozenset[int]]
+Schedule = Callable[[tuple[str, ...], int, Callable[[], None]], None]
+Cancel = Callable[[tuple[str, ...]], None]
+
+
+class HeartbeatError(Exception):
+    """An error answered to the heartbeat (Kafka's ApiException subclasses)."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: str = MEMBER_STABLE
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.state == MEMBER_STABLE and self.member_epoch == epoch
+
+    def owned(self) -> Iterable[tuple[uuid.UUID, int]]:
+        """Partitions whose epoch is this member's: assigned or still being revoked."""
+        for assignment in (self.assigned, self.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for partition in partitions:
+                    yield topic_id, partition
+
+
+@dataclass(slots=True)
+class HeartbeatRequest:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    # None: unchanged since the last heartbeat; else topic id -> partitions owned
+    owned: list[tuple[uuid.UUID, list[int]]] | None = None
+    client_id: str = ""
+    client_host: str = ""
+    api_version: int = 1
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    member_id: str
+    member_epoch: int
+    heartbeat_interval_ms: int
+    assignment: Assignment | None = None
+
+
+class ConsumerGroup:
+    """One KIP-848 group (Kafka's ConsumerGroup): members, epochs and assignments."""
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerMember] = {}
+        self.static_members: dict[str, str] = {}
+        self.target: dict[str, Assignment] = {}
+        self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
+        # topic name -> (topic id, partition count) of every subscribed topic that exists
+        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
+        self.metadata_version = -1
+        # regex -> topic names it matched at metadata_version
+        self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.created_ms = int(time.time() * 1000)
+
+    # -- queries ------------------------------------------------------------------
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ASSIGNING
+        if all(m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return STABLE
+        return RECONCILING
+
+    def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
+        return self.partition_epochs.get((topic_id, partition), -1)
+
+    def subscribed_topic_names(self, members: Iterable[ConsumerMember] | None = None) -> set[str]:
+        names: set[str] = set()
+        for member in self.members.values() if members is None else members:
+            names.update(member.subscribed_topic_names)
+            if member.subscribed_topic_regex:
+                names.update(self.resolved_regexes.get(member.subscribed_topic_regex, ()))
+        return names
+
+    def preferred_server_assignor(self, default: str) -> str:
+        """The assignor most members ask for (ties: the first asked), else the default."""
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            if member.server_assignor:
+                votes[member.server_assignor] = votes.get(member.server_assignor, 0) + 1
+        return max(votes, key=lambda name: votes[name]) if votes else default
+
+    # -- mutations ----------------------------------------------------------------
+    def put_member(self, member: ConsumerMember) -> None:
+        """Adds or replaces a member, moving its partition epochs with it."""
+        old = self.members.get(member.member_id)
+        if old is not None:
+            for key in old.owned():
+                if self.partition_epochs.get(key) == old.member_epoch:
+                    del self.partition_epochs[key]
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        for key in member.owned():
+            self.partition_epochs[key] = member.member_epoch
+
+    def remove_member(self, member_id: str) -> ConsumerMember | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        for key in member.owned():
+            if self.partition_epochs.get(key) == member.member_epoch:
+                del self.partition_epochs[key]
+        if member.instance_id is not None and self.static_members.get(member.instance_id) == member_id:
+            del self.static_members[member.instance_id]
+        self.target.pop(member_id, None)
+        return member
+
+
+def reconcile(
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Assignment,
+    partition_epoch: Callable[[uuid.UUID, int], int],
+    owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
+) -> ConsumerMember:
+    """Kafka's CurrentAssignmentBuilder: the member's next state towards its target."""
+
+    def owns_any(assignment: Assignment) -> bool:
+        if owned is None:
+            return True  # not reported: assume it still owns them
+        return any(p in assignment.get(topic_id, ()) for topic_id, partitions in owned for p in partitions)
+
+    def next_assignment(epoch: int) -> ConsumerMember:
+        unreleased = False
+        assigned: Assignment = {}
+        revoking: Assignment = {}
+        adding: Assignment = {}
+        for topic_id in set(target) | set(member.assigned):
+            wanted = target.get(topic_id, frozenset())
+            current = member.assigned.get(topic_id, frozenset())
+            kept = current & wanted
+            to_revoke = current - kept
+            to_add = set(wanted - kept)
+            pending = member.pending_revocation.get(topic_id, frozenset())
+            blocked = {p for p in to_add if partition_epoch(topic_id, p) != -1 and p not in pending}
+            if blocked:
+                unreleased = True
+                to_add -= blocked
+            if kept:
+                assigned[topic_id] = kept
+            if to_revoke:
+                revoking[topic_id] = to_revoke
+            if to_add:
+                adding[topic_id] = frozenset(to_add)
+        if revoking and owns_any(revoking):
+            return _evolve(member, epoch, UNREVOKED_PARTITIONS, assigned, revoking)
+        if adding:
+            for topic_id, partitions in adding.items():
+                assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+            state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
+            return _evolve(member, target_epoch, state, assigned, {})
+        return _evolve(
+            member, target_epoch, UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE, assigned, {}
+        )
+
+    if member.state == MEMBER_STABLE:
+        if member.member_epoch != target_epoch:
+            return next_assignment(member.member_epoch)
+        return member
+    if member.state == UNREVOKED_PARTITIONS:
+        if owns_any(member.pending_revocation):
+            return member
+        return next_assignment(member.member_epoch + 1)
+    return next_assignment(member.member_epoch)  # UNRELEASED_PARTITIONS
+
+
+def _evolve(
+    member: ConsumerMember, epoch: int, state: str, assigned: Assignment, revoking: Assignment
+) -> ConsumerMember:
+    previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
+    return dataclasses.replace(
+        member,
+        member_epoch=epoch,
+        previous_member_epoch=previous,
+        state=state,
+        assigned=assigned,
+        pending_revocation=revoking,
+    )
+
+
+def _is_subset(owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(p in assigned.get(topic_id, ()) for topic_id, partitions in owned for p in partitions)
+
+
+class ConsumerGroupManager:
+    """All consumer-protocol groups of the cluster; the GroupCoordinator delegates here."""
+
+    def __init__(self, cluster: ClusterState, schedule: Schedule, cancel: Cancel) -> None:
+        self.cluster = cluster
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._schedule = schedule
+        self._cancel = cancel
+
+    # -- configuration ------------------------------------------------------------
+    def _config_int(self, key: str) -> int:
+        return self.cluster.config.get_int(key)
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        return self._config_int("group.consumer.session.timeout.ms")
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self._config_int("group.consumer.heartbeat.interval.ms")
+
+    def assignor_names(self) -> list[str]:
+        names = [
+            n.strip() for n in self.cluster.config.get_str("group.consumer.assignors").split(",") if n.strip()
+        ]
+        return [CLASS_NAMES.get(name, name) for name in names]
+
+    # -- ConsumerGroupHeartbeat -----------------------------------------------------
+    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        """Raises HeartbeatError with the code and message Kafka answers; `request` has
+        passed `validate`."""
+        if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            return self._leave(request)
+        return self._heartbeat(request)
+
+    def validate(self, request: HeartbeatRequest) -> None:
+        """throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST and friends."""
+
+        def invalid(message: str) -> HeartbeatError:
+            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+        if not request.group_id.strip():
+            raise invalid("GroupId can't be empty.")
+        if request.instance_id is not None and not request.instance_id.strip():
+            raise invalid("InstanceId can't be empty.")
+        if request.rack_id is not None and not request.rack_id.strip():
+            raise invalid("RackId can't be empty.")
+        if (
+            request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
+            and not request.member_id.strip()
+        ):
+            raise invalid("MemberId can't be empty.")
+        epoch = request.member_epoch
+        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            if not request.member_id.strip():
+                raise invalid("MemberId can't be empty.")
+        elif epoch == 0:
+            if request.rebalance_timeout_ms == -1:
+                raise invalid("RebalanceTimeoutMs must be provided in first request.")
+            if request.owned is None or request.owned:
+                raise invalid("TopicPartitions must be empty when (re-)joining.")
+            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
+                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            if not request.member_id.strip():
+                raise invalid("MemberId can't be empty.")
+            if request.instance_id is None:
+                raise invalid("InstanceId can't be null.")
+        else:
+            raise invalid("MemberEpoch is invalid.")
+        if request.server_assignor is not None and request.server_assignor not in self.assignor_names():
+            raise HeartbeatError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {request.server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(self.assignor_names())}.",
+            )
+        if request.subscribed_topic_regex:
+            _compile_regex(request.subscribed_topic_regex)
+
+    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            if not create:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+        return group
+
+    def _heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+        joining = request.member_epoch == 0
+        group = self._group(request.group_id, create=joining)
+        member_id = request.member_id or str(uuid.uuid4())  # v0: the coordinator names it
+        max_size = self._config_int("group.consumer.max.size")
+        if member_id not in group.members and len(group.members) >= max_size:
+            raise HeartbeatError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The consumer group has reached its maximum capacity of {max_size} members.",
+            )
+        if request.instance_id is None:
+            member = self._dynamic_member(group, member_id, request, joining)
+        else:
+            member = self._static_member(group, member_id, request, joining)
+        updated = dataclasses.replace(
+            member,
+            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
+            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=(
+                request.rebalance_timeout_ms
+                if request.rebalance_timeout_ms != -1
+                else member.rebalance_timeout_ms
+            ),
+            server_assignor=request.server_assignor
+            if request.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=(
+                tuple(request.subscribed_topic_names)
+                if request.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                (request.subscribed_topic_regex or None)
+                if request.subscribed_topic_regex is not None
+                else member.subscribed_topic_regex
+            ),
+            client_id=request.client_id,
+            client_host=request.client_host,
+        )
+        bump = group.group_epoch == 0
+        if (
+            updated.subscribed_topic_names != member.subscribed_topic_names
+            or updated.subscribed_topic_regex != member.subscribed_topic_regex
+            or updated.server_assignor != member.server_assignor
+            or updated.rack_id != member.rack_id
+            or updated.member_id not in group.members
+        ):
+            bump = True
+        group.put_member(updated)
+        if self._refresh_metadata(group) or bump:
+            group.group_epoch += 1
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target_assignment(group)
+        reconciled = reconcile(
+            updated,
+            group.assignment_epoch,
+            group.target.get(updated.member_id, {}),
+            group.current_partition_epoch,
+            None if request.owned is None else [(t, ps) for t, ps in request.owned],
+        )
+        group.put_member(reconciled)
+        self._schedule_session_timeout(group.group_id, reconciled.member_id)
+        if reconciled.state == UNREVOKED_PARTITIONS:
+            self._schedule_rebalance_timeout(group.group_id, reconciled)
+        else:
+            self._cancel(("cg-rebalance", group.group_id, reconciled.member_id))
+        full = joining or (
+            request.rebalance_timeout_ms != -1
+            and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+            and request.owned is not None
+        )
+        changed = reconciled.assigned != member.assigned or joining
+        return HeartbeatResult(
+            reconciled.member_id,
+            reconciled.member_epoch,
+            self.heartbeat_interval_ms(group.group_id),
+            dict(reconciled.assigned) if full or changed else None,
+        )
+
+    def _dynamic_member(
+        self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest, joining: bool
+    ) -> ConsumerMember:
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise HeartbeatError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {member_id} is not a member of group {group.group_id}.",
+                )
+            log.info("group %s: member %s joins the consumer group", group.group_id, member_id)
+            return ConsumerMember(member_id)
+        _check_epoch(member, request.member_epoch, request.owned)
+        return member
+
+    def _static_member(
+        self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest, joining: bool
+    ) -> ConsumerMember:
+        instance_id = request.instance_id
+        assert instance_id is not None
+        existing_id = group.static_members.get(instance_id)
+        existing = group.members.get(existing_id) if existing_id is not None else None
+        if joining:
+            if existing is None:
+                member = group.members.get(member_id)
+                if member is not None:
+                    _check_epoch(member, 0, request.owned)
+                    return member
+                log.info("group %s: static member %s (%s) joins", group.group_id, member_id, instance_id)
+                return ConsumerMember(member_id, instance_id=instance_id)
+            if existing.member_id == member_id:
+                _check_epoch(existing, 0, request.owned)
+                return existing
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {existing.member_id} with instance id {instance_id} is not released yet.",
+                )
+            # The static member restarted: the new member id takes over its assignment.
+            self._cancel_member_timers(group.group_id, existing.member_id)
+            target = group.target.get(existing.member_id)
+            group.remove_member(existing.member_id)
+            replacement = dataclasses.replace(
+                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
+            )
+            if target is not None:
+                group.target[member_id] = target
+            log.info(
+                "group %s: static member %s with instance id %s re-joins, replacing %s",
+                group.group_id,
+                member_id,
+                instance_id,
+                existing.member_id,
+            )
+            return replacement
+        if existing is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {member_id} with instance id {instance_id} was fenced by member "
+                f"{existing.member_id}.",
+            )
+        _check_epoch(existing, request.member_epoch, request.owned)
+        return existing
+
+    def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
+        group = self._group(request.group_id, create=False)
+        result = HeartbeatResult(request.member_id, request.member_epoch, 0)
+        if request.instance_id is None:
+            member = group.members.get(request.member_id)
+            if member is None:
+                raise HeartbeatError(
+                    ErrorCode.UNKNOWN_MEMBER_ID,
+                    f"Member {request.member_id} is not a member of group {group.group_id}.",
+                )
+            log.info("group %s: member %s left the consumer group", group.group_id, member.member_id)
+            self.fence_member(group, member)
+            return result
+        existing_id = group.static_members.get(request.instance_id)
+        member = group.members.get(existing_id) if existing_id is not None else None
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown."
+            )
+        if member.member_id != request.member_id:
+            raise HeartbeatError(
+                ErrorCode.FENCED_INSTANCE_ID,
+                f"Static member {request.member_id} with instance id {request.instance_id} was fenced by "
+                f"member {member.member_id}.",
+            )
+        if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # Temporarily gone: it keeps its partitions until it rejoins or its session expires.
+            group.put_member(
+                dataclasses.replace(
+                    member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={}
+                )
+            )
+            self._cancel(("cg-rebalance", group.group_id, member.member_id))
+            return result
+        self.fence_member(group, member)
+        return result
+
+    def fence_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Removes a member (left, expired or fenced) and bumps the group epoch so the
+        others get its partitions."""
+        self._cancel_member_timers(group.group_id, member.member_id)
+        group.remove_member(member.member_id)
+        group.group_epoch += 1
+        self._refresh_metadata(group)
+
+    # -- metadata and assignment --------------------------------------------------------
+    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
+        """Re-resolves regexes and the subscribed topics' metadata; True when it changed."""
+        version = self.cluster.metadata_version
+        regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
+        if version != group.metadata_version or regexes != set(group.resolved_regexes):
+            topics = [name for name, topic in self.cluster.topics.items() if not topic.is_internal]
+            group.resolved_regexes = {
+                regex: frozenset(name for name in topics if _compile_regex(regex).fullmatch(name))
+                for regex in regexes
+            }
+            group.metadata_version = version
+        metadata = {
+            name: (topic.topic_id, len(topic.partitions))
+            for name in sorted(group.subscribed_topic_names())
+            if (topic := self.cluster.topics.get(name)) is not None
+        }
+        if metadata == group.subscription_metadata:
+            return False
+        group.subscription_metadata = metadata
+        return True
+
+    def _compute_target_assignment(self, group: ConsumerGroup) -> None:
+        names = self.assignor_names()
+        assignor = ASSIGNORS[group.preferred_server_assignor(names[0])]
+        topics = {
+            topic_id: TopicSpec(topic_id, name, partitions)
+            for name, (topic_id, partitions) in group.subscription_metadata.items()
+        }
+        ids_by_name = {name: topic_id for name, (topic_id, _) in group.subscription_metadata.items()}
+        specs = [
+            MemberSpec(
+                member.member_id,
+                frozenset(
+                    ids_by_name[name]
+                    for name in group.subscribed_topic_names([member])
+                    if name in ids_by_name
+                ),
+                group.target.get(member.member_id, {}),
+                member.instance_id,
+                member.rack_id,
+            )
+            for member in group.members.values()
+        ]
+        computed = assignor.assign(specs, topics)
+        group.target = {
+            member_id: {topic_id: frozenset(ps) for topic_id, ps in assignment.items() if ps}
+            for member_id, assignment in computed.items()
+        }
+        group.assignment_epoch = group.group_epoch
+
+    # -- timers ------------------------------------------------------------------------
+    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+        self._schedule(
+            ("cg-session", group_id, member_id),
+            self.session_timeout_ms(group_id),
+            lambda: self._expire_session(group_id, member_id),
+        )
+
+    def _expire_session(self, group_id: str, member_id: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is not None and member is not None:
+            log.info("group %s: member %s fenced after its session timed out", group_id, member_id)
+            self.fence_member(group, member)
+
+    def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
+        epoch = member.member_epoch
+        member_id = member.member_id
+
+        def expire() -> None:
+            group = self.groups.get(group_id)
+            current = group.members.get(member_id) if group is not None else None
+            if group is not None and current is not None and current.member_epoch == epoch:
+                log.info(
+                    "group %s: member %s fenced: it did not revoke within %d ms",
+                    group_id,
+                    member_id,
+                    member.rebalance_timeout_ms,
+                )
+                self.fence_member(group, current)
+
+        key = ("cg-rebalance", group_id, member_id)
+        self._schedule(key, member.rebalance_timeout_ms, expire)
+
+    def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
+        self._cancel(("cg-session", group_id, member_id))
+        self._cancel(("cg-rebalance", group_id, member_id))
+
+    # -- offsets ----------------------------------------------------------------------
+    def validate_offset_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int, transactional: bool, api_version: int
+    ) -> int:
+        """ConsumerGroup.validateOffsetCommit: a member commits with its current epoch
+        (OffsetCommit v9+); epoch -1 is an admin's or a manual-assignment commit,
+        accepted while the group has no members."""
+        if member_epoch < 0 and not group.members:
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if not transactional and api_version < 9:
+            return ErrorCode.UNSUPPORTED_VERSION
+        if member_epoch != member.member_epoch:
+            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    def validate_offset_fetch(self, group: ConsumerGroup, member_id: str, member_epoch: int) -> int:
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if member_epoch != member.member_epoch:
+            return ErrorCode.STALE_MEMBER_EPOCH
+        return ErrorCode.NONE
+
+    # -- admin ------------------------------------------------------------------------
+    def delete(self, group_id: str) -> None:
+        group = self.groups.pop(group_id)
+        for member_id in list(group.members):
+            self._cancel_member_timers(group_id, member_id)
+
+    def names_of(
+        self, assignment: Mapping[uuid.UUID, frozenset[int]]
+    ) -> list[tuple[uuid.UUID, str, list[int]]]:
+        """(topic id, name, sorted partitions) of an assignment's topics that still exist."""
+        rows = []
+        for topic_id, partitions in assignment.items():
+            topic = self.cluster.topics_by_id.get(topic_id)
+            if topic is not None:
+                rows.append((topic_id, topic.name, sorted(partitions)))
+        return sorted(rows, key=lambda row: row[1])
+
+
+def _check_epoch(
+    member: ConsumerMember, received: int, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None
+) -> None:
+    """throwIfMemberEpochIsInvalid: a newer epoch than the coordinator's, or an older one
+    that is not the previous epoch with a subset of the assignment, is fenced."""
+    if received > member.member_epoch:
+        raise HeartbeatError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a greater member epoch ({received}) than the one known by "
+            f"the group coordinator ({member.member_epoch}). The member must abandon all its partitions "
+            "and rejoin.",
+        )
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch or not _is_subset(owned, member.assigned)
+    ):
+        raise HeartbeatError(
+            ErrorCode.FENCED_MEMBER_EPOCH,
+            f"The consumer group member has a smaller member epoch ({received}) than the one known by "
+            f"the group coordinator ({member.member_epoch}). The member must abandon all its partitions "
+            "and rejoin.",
+        )
+
+
+_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _compile_regex(regex: str) -> re.Pattern[str]:
+    """The member's SubscribedTopicRegex (RE2J syntax: Python's `re` agrees on what
+    clients send; backreferences and lookarounds, which RE2 refuses, are refused too)."""
+    compiled = _REGEX_CACHE.get(regex)
+    if compiled is not None:
+        return compiled
+    error: str | None = None
+    if re.search(r"\\[1-9]|\(\?[=!<]|\(\?P=", regex):
+        error = "invalid or unsupported Perl syntax"
+    else:
+        try:
+            compiled = re.compile(regex)
+        except re.error as exc:
+            error = str(exc)
+    if compiled is None:
+        raise HeartbeatError(
+            ErrorCode.INVALID_REGULAR_EXPRESSION,
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {error}.",
+        )
+    _REGEX_CACHE[regex] = compiled
+    return compiled
