@@ -58,6 +58,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "list",
         "server-side assignors; the first is the default (KIP-848)",
     ),
+    "group.consumer.regex.refresh.interval.ms": (
+        "600000",
+        "int",
+        "how often regex subscriptions are re-resolved even without new topics",
+    ),
     "group.consumer.migration.policy": (
         "bidirectional",
         "string",
@@ -202,6 +207,10 @@ MINIMUMS: dict[str, int] = {
     "connection.failed.authentication.delay.ms": 0,
     "connections.max.reauth.ms": 0,
     "group.max.size": 1,
+    "group.consumer.max.size": 1,
+    "group.consumer.session.timeout.ms": 1,
+    "group.consumer.heartbeat.interval.ms": 1,
+    "group.consumer.regex.refresh.interval.ms": 10000,
 }
 _INTEGER_RANGES = {
     "int": (-(2**31), 2**31 - 1),

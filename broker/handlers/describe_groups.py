@@ -47,7 +47,15 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
         missing = ctx.api_version >= 6
         return Described(
             error_code=ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
-            error_message=f"Group {group_id} not found." if missing else None,
+            error_message=(
+                (
+                    f"Group {group_id} is not a classic group."
+                    if group_id in ctx.groups.consumer.groups
+                    else f"Group {group_id} not found."
+                )
+                if missing
+                else None
+            ),
             group_id=group_id,
             group_state=DEAD,
             protocol_type="",

@@ -61,122 +61,135 @@ class UniformAssignor:
     def _homogeneous(
         self, members: Sequence[MemberSpec], topics: Mapping[uuid.UUID, TopicSpec]
     ) -> dict[str, Assignment]:
-        partitions = self._partitions(members[0].subscribed, topics)
-        valid = set(partitions)
+        """UniformHomogeneousAssignmentBuilder: the first `total % members` members (in
+        group order) may hold one partition more; each keeps its current partitions up
+        to its quota, and the rest (unowned first, then those taken away) fill the
+        members below quota in order."""
+        subscribed = members[0].subscribed
+        partitions = self._partitions(subscribed, topics)
+        if not partitions:
+            return {m.member_id: {} for m in members}
+        owned = {(t, p) for m in members for t, ps in m.current.items() for p in ps}
+        unassigned = [tp for tp in partitions if tp not in owned]
         minimum, extra = divmod(len(partitions), len(members))
-        result: dict[str, Assignment] = {m.member_id: {} for m in members}
-        counts = dict.fromkeys(result, 0)
-        taken: set[tuple[uuid.UUID, int]] = set()
-        # 1. Members keep what they own, up to their quota; a member already above the
-        # minimum keeps one more while members may still have an extra partition.
+        result: dict[str, Assignment] = {}
+        unfilled: list[tuple[str, int]] = []
         for member in members:
-            owned = sorted(
-                (
-                    (topic_id, p)
-                    for topic_id, ps in member.current.items()
-                    for p in ps
-                    if (topic_id, p) in valid
-                ),
-                key=lambda tp: (topics[tp[0]].name, tp[1]),
-            )
             quota = minimum
-            if len(owned) > minimum and extra > 0:
+            if extra > 0:
                 quota += 1
                 extra -= 1
-            for tp in owned[:quota]:
-                result[member.member_id].setdefault(tp[0], set()).add(tp[1])
-                taken.add(tp)
-            counts[member.member_id] = min(len(owned), quota)
-        # 2. The rest go to members below their quota, in member order.
-        free = [tp for tp in partitions if tp not in taken]
-        for member in members:
-            if not free:
-                break
-            quota = minimum
-            if (
-                counts[member.member_id] <= minimum
-                and extra > 0
-                and len(free) > minimum - counts[member.member_id]
-            ):
-                quota += 1
-                extra -= 1
-            while counts[member.member_id] < quota and free:
-                topic_id, p = free.pop(0)
-                result[member.member_id].setdefault(topic_id, set()).add(p)
-                counts[member.member_id] += 1
+            kept: Assignment = {}
+            for topic_id in sorted(member.current, key=lambda t: topics[t].name if t in topics else ""):
+                if topic_id not in subscribed or topic_id not in topics:
+                    continue
+                for p in sorted(member.current[topic_id]):
+                    if p >= topics[topic_id].partitions:
+                        continue
+                    if quota > 0:
+                        kept.setdefault(topic_id, set()).add(p)
+                        quota -= 1
+                    else:
+                        unassigned.append((topic_id, p))
+            result[member.member_id] = kept
+            if quota > 0:
+                unfilled.append((member.member_id, quota))
+        for member_id, quota in unfilled:
+            for topic_id, p in unassigned[:quota]:
+                result[member_id].setdefault(topic_id, set()).add(p)
+            del unassigned[:quota]
         return result
 
     def _heterogeneous(
         self, members: Sequence[MemberSpec], topics: Mapping[uuid.UUID, TopicSpec]
     ) -> dict[str, Assignment]:
+        """UniformHeterogeneousAssignmentBuilder's approach: members keep every partition
+        of a topic they still subscribe to; unowned partitions go to the least loaded
+        subscriber, topics with most partitions per subscriber first; then partitions
+        move from the most to the least loaded subscriber of each shared topic until
+        totals differ by at most one (or 16 passes find nothing to move)."""
+        index = {m.member_id: i for i, m in enumerate(members)}
         result: dict[str, Assignment] = {m.member_id: {} for m in members}
-        counts = dict.fromkeys(result, 0)
-        by_id = {m.member_id: m for m in members}
-        ordered_topics = sorted(
-            (t for t in topics.values() if any(t.topic_id in m.subscribed for m in members)),
-            key=lambda t: t.name,
+        size = dict.fromkeys(result, 0)
+        owner: dict[tuple[uuid.UUID, int], str] = {}
+        subscribers: dict[uuid.UUID, list[str]] = {}
+        for member in members:
+            for topic_id in member.subscribed:
+                if topic_id in topics:
+                    subscribers.setdefault(topic_id, []).append(member.member_id)
+            for topic_id, ps in member.current.items():
+                if topic_id in member.subscribed and topic_id in topics:
+                    for p in ps:
+                        if p < topics[topic_id].partitions and (topic_id, p) not in owner:
+                            owner[(topic_id, p)] = member.member_id
+                            result[member.member_id].setdefault(topic_id, set()).add(p)
+                            size[member.member_id] += 1
+        order = sorted(
+            subscribers,
+            key=lambda t: (-topics[t].partitions / len(subscribers[t]), len(subscribers[t]), t.int),
         )
-        owner = {
-            (topic_id, p): m.member_id
-            for m in members
-            for topic_id, ps in m.current.items()
-            if topic_id in m.subscribed
-            for p in ps
-        }
-        for topic in ordered_topics:
-            subscribers = [m.member_id for m in members if topic.topic_id in m.subscribed]
-            share = -(-topic.partitions // len(subscribers))  # ceil
-            per_topic = dict.fromkeys(subscribers, 0)
-            leftovers: list[int] = []
-            for p in range(topic.partitions):
-                current = owner.get((topic.topic_id, p))
-                if current is not None and current in per_topic and per_topic[current] < share:
-                    result[current].setdefault(topic.topic_id, set()).add(p)
-                    per_topic[current] += 1
-                    counts[current] += 1
-                else:
-                    leftovers.append(p)
-            for p in leftovers:
-                chosen = min(subscribers, key=lambda mid: (counts[mid], per_topic[mid], mid))
-                result[chosen].setdefault(topic.topic_id, set()).add(p)
-                per_topic[chosen] += 1
-                counts[chosen] += 1
-        del by_id
+
+        def least_loaded(candidates: list[str]) -> str:
+            return min(candidates, key=lambda m: (size[m], index[m]))
+
+        def move(topic_id: uuid.UUID, p: int, to: str) -> None:
+            previous = owner.get((topic_id, p))
+            if previous is not None:
+                result[previous][topic_id].discard(p)
+                size[previous] -= 1
+            owner[(topic_id, p)] = to
+            result[to].setdefault(topic_id, set()).add(p)
+            size[to] += 1
+
+        for topic_id in order:
+            for p in range(topics[topic_id].partitions):
+                if (topic_id, p) not in owner:
+                    move(topic_id, p, least_loaded(subscribers[topic_id]))
+        shared = [t for t in order if len(subscribers[t]) >= 2]
+        for _ in range(16):
+            moved = False
+            for topic_id in shared:
+                candidates = subscribers[topic_id]
+                while True:
+                    holders = [m for m in candidates if result[m].get(topic_id)]
+                    most = max(holders, key=lambda m: (size[m], -index[m]))
+                    least = least_loaded(candidates)
+                    if size[most] - size[least] <= 1:
+                        break
+                    move(topic_id, max(result[most][topic_id]), least)
+                    moved = True
+            if not moved:
+                break
         return result
 
 
 class RangeAssignor:
-    """Per topic, contiguous ranges of partitions to the subscribed members in member id
-    order, the first `partitions % members` getting one more; a member keeps the
-    partitions it owns that fall within its quota (Kafka's server-side RangeAssignor)."""
+    """Kafka's server-side RangeAssignor: per topic, contiguous ranges to its subscribers
+    sorted static members first (by instance id), then the others (by member id), the
+    first `partitions % subscribers` getting one more. Deterministic, not sticky; a
+    group with one subscription gets co-partitioned assignments."""
 
     name = "range"
 
     def assign(
         self, members: Sequence[MemberSpec], topics: Mapping[uuid.UUID, TopicSpec]
     ) -> dict[str, Assignment]:
+        ordered = sorted(
+            members,
+            key=lambda m: (0, m.instance_id, "") if m.instance_id is not None else (1, "", m.member_id),
+        )
         result: dict[str, Assignment] = {m.member_id: {} for m in members}
-        for topic in sorted(topics.values(), key=lambda t: t.name):
-            subscribers = sorted(
-                (m for m in members if topic.topic_id in m.subscribed), key=lambda m: m.member_id
-            )
+        for topic in topics.values():
+            subscribers = [m for m in ordered if topic.topic_id in m.subscribed]
             if not subscribers:
                 continue
             minimum, extra = divmod(topic.partitions, len(subscribers))
-            quotas = {m.member_id: minimum + (1 if i < extra else 0) for i, m in enumerate(subscribers)}
-            taken: set[int] = set()
-            for member in subscribers:
-                kept = sorted(p for p in member.current.get(topic.topic_id, ()) if p < topic.partitions)
-                for p in kept[: quotas[member.member_id]]:
-                    result[member.member_id].setdefault(topic.topic_id, set()).add(p)
-                    taken.add(p)
-            free = [p for p in range(topic.partitions) if p not in taken]
-            for member in subscribers:
-                have = len(result[member.member_id].get(topic.topic_id, ()))
-                need = quotas[member.member_id] - have
-                if need > 0:
-                    result[member.member_id].setdefault(topic.topic_id, set()).update(free[:need])
-                    del free[:need]
+            start = 0
+            for index, member in enumerate(subscribers):
+                end = start + minimum + (1 if index < extra else 0)
+                if end > start:
+                    result[member.member_id][topic.topic_id] = set(range(start, end))
+                start = end
         return result
 
 

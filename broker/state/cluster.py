@@ -121,9 +121,9 @@ class ClusterState:
         self._next_producer_id = 1000
         self._placement = 0
         self.metadata_listeners: list[Callable[[], None]] = []
-        # Bumped on every topic, partition or leader change (Kafka's metadata offset),
-        # so readers such as consumer groups notice changes without a listener.
-        self.metadata_version = 0
+        # Bumped when a topic is created (Kafka's lastMetadataImageWithNewTopics), for
+        # consumer groups' regex subscriptions.
+        self.topic_version = 0
         # Topics a Metadata request asked to auto-create, until the controller is done
         # (Kafka's AutoTopicCreationManager inflightTopics).
         self.auto_creating: set[str] = set()
@@ -211,6 +211,7 @@ class ClusterState:
         self._add_partitions(topic, placement)
         self.topics[name] = topic
         self.topics_by_id[topic.topic_id] = topic
+        self.topic_version += 1
         self.metadata_changed()
         return topic
 
@@ -430,6 +431,5 @@ class ClusterState:
         return Cluster(self.cluster_id, tuple(nodes.values()), partitions)
 
     def metadata_changed(self) -> None:
-        self.metadata_version += 1
         for listener in self.metadata_listeners:
             listener()

@@ -40,6 +40,8 @@ MEMBER_STABLE = "stable"
 UNREVOKED_PARTITIONS = "unrevoked_partitions"
 UNRELEASED_PARTITIONS = "unreleased_partitions"
 
+# Kafka resolves a group's regexes at most this often (REGEX_BATCH_REFRESH_MIN_INTERVAL_MS).
+REGEX_REFRESH_MIN_INTERVAL_MS = 10_000
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
@@ -125,9 +127,11 @@ class ConsumerGroup:
         self.partition_epochs: dict[tuple[uuid.UUID, int], int] = {}
         # topic name -> (topic id, partition count) of every subscribed topic that exists
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
-        self.metadata_version = -1
-        # regex -> topic names it matched at metadata_version
+        # regex -> the topic names it matched when last resolved (at regexes_resolved_ms,
+        # with the cluster's topic_version then)
         self.resolved_regexes: dict[str, frozenset[str]] = {}
+        self.regexes_resolved_ms: int | None = None
+        self.regexes_topic_version = 0
         self.created_ms = int(time.time() * 1000)
 
     # -- queries ------------------------------------------------------------------
@@ -193,12 +197,21 @@ def reconcile(
     target: Assignment,
     partition_epoch: Callable[[uuid.UUID, int], int],
     owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
+    subscribed: frozenset[uuid.UUID],
+    subscription_changed: bool = False,
 ) -> ConsumerMember:
-    """Kafka's CurrentAssignmentBuilder: the member's next state towards its target."""
+    """Kafka's CurrentAssignmentBuilder (4.1): the member's next state towards its target.
+
+    Partitions to revoke are taken away first, at the member's current epoch; only once
+    the member no longer reports them (`owned`) does it move to the target epoch and get
+    its new partitions, and a partition another member still owns is held back
+    (UNRELEASED_PARTITIONS) until that member lets go. Topics the member no longer
+    subscribes to (`subscribed`: its existing topics' ids) are revoked at once.
+    """
 
     def owns_any(assignment: Assignment) -> bool:
         if owned is None:
-            return True  # not reported: assume it still owns them
+            return True  # not reported: it may still own them
         return any(p in assignment.get(topic_id, ()) for topic_id, partitions in owned for p in partitions)
 
     def next_assignment(epoch: int) -> ConsumerMember:
@@ -207,52 +220,61 @@ def reconcile(
         revoking: Assignment = {}
         adding: Assignment = {}
         for topic_id in set(target) | set(member.assigned):
-            wanted = target.get(topic_id, frozenset())
+            wanted = target.get(topic_id, frozenset()) if topic_id in subscribed else frozenset()
             current = member.assigned.get(topic_id, frozenset())
             kept = current & wanted
-            to_revoke = current - kept
-            to_add = set(wanted - kept)
             pending = member.pending_revocation.get(topic_id, frozenset())
-            blocked = {p for p in to_add if partition_epoch(topic_id, p) != -1 and p not in pending}
-            if blocked:
-                unreleased = True
-                to_add -= blocked
+            to_add = {p for p in wanted - kept if partition_epoch(topic_id, p) == -1 or p in pending}
+            unreleased = unreleased or len(to_add) < len(wanted - kept)
             if kept:
                 assigned[topic_id] = kept
-            if to_revoke:
-                revoking[topic_id] = to_revoke
+            if current - kept:
+                revoking[topic_id] = current - kept
             if to_add:
                 adding[topic_id] = frozenset(to_add)
         if revoking and owns_any(revoking):
             return _evolve(member, epoch, UNREVOKED_PARTITIONS, assigned, revoking)
-        if adding:
-            for topic_id, partitions in adding.items():
-                assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
-            state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
-            return _evolve(member, target_epoch, state, assigned, {})
+        for topic_id, partitions in adding.items():
+            assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
         return _evolve(
             member, target_epoch, UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE, assigned, {}
         )
 
+    def drop_unsubscribed() -> ConsumerMember:
+        """updateCurrentAssignment: the subscription shrank before a new target exists."""
+        assigned = {t: ps for t, ps in member.assigned.items() if t in subscribed}
+        if assigned == member.assigned:
+            return member
+        revoking = dict(member.pending_revocation)
+        for topic_id, partitions in member.assigned.items():
+            if topic_id not in subscribed:
+                revoking[topic_id] = revoking.get(topic_id, frozenset()) | partitions
+        if owns_any(revoking):
+            return dataclasses.replace(
+                member, state=UNREVOKED_PARTITIONS, assigned=assigned, pending_revocation=revoking
+            )
+        return dataclasses.replace(member, assigned=assigned)
+
     if member.state == MEMBER_STABLE:
         if member.member_epoch != target_epoch:
             return next_assignment(member.member_epoch)
-        return member
+        return drop_unsubscribed() if subscription_changed else member
     if member.state == UNREVOKED_PARTITIONS:
         if owns_any(member.pending_revocation):
-            return member
-        return next_assignment(member.member_epoch + 1)
+            return drop_unsubscribed() if subscription_changed else member
+        return next_assignment(min(member.member_epoch + 1, target_epoch))
     return next_assignment(member.member_epoch)  # UNRELEASED_PARTITIONS
 
 
 def _evolve(
     member: ConsumerMember, epoch: int, state: str, assigned: Assignment, revoking: Assignment
 ) -> ConsumerMember:
-    previous = member.member_epoch if epoch != member.member_epoch else member.previous_member_epoch
+    """The member at `epoch` (its previous epoch becomes the one it had, as Kafka's
+    updateMemberEpoch does even when the epoch stays)."""
     return dataclasses.replace(
         member,
         member_epoch=epoch,
-        previous_member_epoch=previous,
+        previous_member_epoch=member.member_epoch,
         state=state,
         assigned=assigned,
         pending_revocation=revoking,
@@ -291,115 +313,106 @@ class ConsumerGroupManager:
         return [CLASS_NAMES.get(name, name) for name in names]
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------
-    def heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+    def validate(self, request: HeartbeatRequest) -> None:
+        """throwIfConsumerGroupHeartbeatRequestIsInvalid, in Kafka's order and words."""
+
+        def require(value: str | None, message: str) -> None:
+            if value is not None and not value.strip():
+                raise HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+        epoch = request.member_epoch
+        if request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0 or epoch == -1:
+            require(request.member_id, "MemberId can't be empty.")
+        require(request.group_id, "GroupId can't be empty.")
+        require(request.instance_id, "InstanceId can't be empty.")
+        require(request.rack_id, "RackId can't be empty.")
+        if epoch == 0:
+            if request.rebalance_timeout_ms == -1:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request."
+                )
+            if request.owned is None or request.owned:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining."
+                )
+            if request.subscribed_topic_names is None and request.subscribed_topic_regex is None:
+                raise HeartbeatError(
+                    ErrorCode.INVALID_REQUEST,
+                    "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+                )
+        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and request.instance_id is None:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
+        elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        names = self.assignor_names()
+        if request.server_assignor is not None and request.server_assignor not in names:
+            raise HeartbeatError(
+                ErrorCode.UNSUPPORTED_ASSIGNOR,
+                f"ServerAssignor {request.server_assignor} is not supported. "
+                f"Supported assignors: {', '.join(names)}.",
+            )
+
+    def heartbeat(self, request: HeartbeatRequest, now_ms: int | None = None) -> HeartbeatResult:
         """Raises HeartbeatError with the code and message Kafka answers; `request` has
         passed `validate`."""
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(request)
-        return self._heartbeat(request)
+        return self._heartbeat(request, int(time.monotonic() * 1000) if now_ms is None else now_ms)
 
-    def validate(self, request: HeartbeatRequest) -> None:
-        """throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST and friends."""
-
-        def invalid(message: str) -> HeartbeatError:
-            return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
-
-        if not request.group_id.strip():
-            raise invalid("GroupId can't be empty.")
-        if request.instance_id is not None and not request.instance_id.strip():
-            raise invalid("InstanceId can't be empty.")
-        if request.rack_id is not None and not request.rack_id.strip():
-            raise invalid("RackId can't be empty.")
-        if (
-            request.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION
-            and not request.member_id.strip()
-        ):
-            raise invalid("MemberId can't be empty.")
-        epoch = request.member_epoch
-        if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            if not request.member_id.strip():
-                raise invalid("MemberId can't be empty.")
-        elif epoch == 0:
-            if request.rebalance_timeout_ms == -1:
-                raise invalid("RebalanceTimeoutMs must be provided in first request.")
-            if request.owned is None or request.owned:
-                raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
-                raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
-        elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            if not request.member_id.strip():
-                raise invalid("MemberId can't be empty.")
-            if request.instance_id is None:
-                raise invalid("InstanceId can't be null.")
-        else:
-            raise invalid("MemberEpoch is invalid.")
-        if request.server_assignor is not None and request.server_assignor not in self.assignor_names():
-            raise HeartbeatError(
-                ErrorCode.UNSUPPORTED_ASSIGNOR,
-                f"ServerAssignor {request.server_assignor} is not supported. "
-                f"Supported assignors: {', '.join(self.assignor_names())}.",
-            )
-        if request.subscribed_topic_regex:
-            _compile_regex(request.subscribed_topic_regex)
-
-    def _group(self, group_id: str, create: bool) -> ConsumerGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            if not create:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
-            group = self.groups[group_id] = ConsumerGroup(group_id)
-        return group
-
-    def _heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
+    def _heartbeat(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
         joining = request.member_epoch == 0
-        group = self._group(request.group_id, create=joining)
-        member_id = request.member_id or str(uuid.uuid4())  # v0: the coordinator names it
+        group = self.groups.get(request.group_id)
+        if group is None:
+            if not joining:
+                raise HeartbeatError(
+                    ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found."
+                )
+            group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
         max_size = self._config_int("group.consumer.max.size")
-        if member_id not in group.members and len(group.members) >= max_size:
+        if len(group.members) >= max_size and (
+            not request.member_id or request.member_id not in group.members
+        ):
             raise HeartbeatError(
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum capacity of {max_size} members.",
             )
+        member_id = request.member_id or str(uuid.uuid4())  # v0 only: the coordinator names it
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request, joining)
         else:
             member = self._static_member(group, member_id, request, joining)
         updated = dataclasses.replace(
             member,
-            instance_id=request.instance_id if request.instance_id is not None else member.instance_id,
-            rack_id=request.rack_id if request.rack_id is not None else member.rack_id,
+            instance_id=_or(request.instance_id, member.instance_id),
+            rack_id=_or(request.rack_id, member.rack_id),
             rebalance_timeout_ms=(
                 request.rebalance_timeout_ms
                 if request.rebalance_timeout_ms != -1
                 else member.rebalance_timeout_ms
             ),
-            server_assignor=request.server_assignor
-            if request.server_assignor is not None
-            else member.server_assignor,
+            server_assignor=_or(request.server_assignor, member.server_assignor),
             subscribed_topic_names=(
-                tuple(request.subscribed_topic_names)
+                tuple(sorted(set(request.subscribed_topic_names)))
                 if request.subscribed_topic_names is not None
                 else member.subscribed_topic_names
             ),
-            subscribed_topic_regex=(
-                (request.subscribed_topic_regex or None)
-                if request.subscribed_topic_regex is not None
-                else member.subscribed_topic_regex
-            ),
+            subscribed_topic_regex=_or(request.subscribed_topic_regex, member.subscribed_topic_regex) or None,
             client_id=request.client_id,
             client_host=request.client_host,
         )
-        bump = group.group_epoch == 0
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+        regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
         if (
-            updated.subscribed_topic_names != member.subscribed_topic_names
-            or updated.subscribed_topic_regex != member.subscribed_topic_regex
-            or updated.server_assignor != member.server_assignor
-            or updated.rack_id != member.rack_id
-            or updated.member_id not in group.members
+            regex_changed
+            and updated.subscribed_topic_regex
+            and not any(
+                m.subscribed_topic_regex == updated.subscribed_topic_regex for m in group.members.values()
+            )
         ):
-            bump = True
+            _compile_regex(updated.subscribed_topic_regex)  # a regex new to the group is checked
         group.put_member(updated)
-        if self._refresh_metadata(group) or bump:
+        bump = group.group_epoch == 0 or names_changed or regex_changed
+        if self._refresh_metadata(group, now_ms) or bump:
             group.group_epoch += 1
         if group.group_epoch > group.assignment_epoch:
             self._compute_target_assignment(group)
@@ -409,24 +422,25 @@ class ConsumerGroupManager:
             group.target.get(updated.member_id, {}),
             group.current_partition_epoch,
             None if request.owned is None else [(t, ps) for t, ps in request.owned],
+            self._subscribed_ids(group, updated),
+            subscription_changed=names_changed or regex_changed,
         )
         group.put_member(reconciled)
         self._schedule_session_timeout(group.group_id, reconciled.member_id)
         if reconciled.state == UNREVOKED_PARTITIONS:
-            self._schedule_rebalance_timeout(group.group_id, reconciled)
+            if reconciled != updated:
+                self._schedule_rebalance_timeout(group.group_id, reconciled)
         else:
             self._cancel(("cg-rebalance", group.group_id, reconciled.member_id))
-        full = joining or (
-            request.rebalance_timeout_ms != -1
-            and (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+        full = request.rebalance_timeout_ms != -1 and (
+            (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
             and request.owned is not None
         )
-        changed = reconciled.assigned != member.assigned or joining
         return HeartbeatResult(
             reconciled.member_id,
             reconciled.member_epoch,
             self.heartbeat_interval_ms(group.group_id),
-            dict(reconciled.assigned) if full or changed else None,
+            dict(reconciled.assigned) if joining or full or reconciled.assigned != member.assigned else None,
         )
 
     def _dynamic_member(
@@ -440,7 +454,7 @@ class ConsumerGroupManager:
                     f"Member {member_id} is not a member of group {group.group_id}.",
                 )
             log.info("group %s: member %s joins the consumer group", group.group_id, member_id)
-            return ConsumerMember(member_id)
+            return ConsumerMember(member_id, previous_member_epoch=-1)
         _check_epoch(member, request.member_epoch, request.owned)
         return member
 
@@ -451,39 +465,33 @@ class ConsumerGroupManager:
         assert instance_id is not None
         existing_id = group.static_members.get(instance_id)
         existing = group.members.get(existing_id) if existing_id is not None else None
-        if joining:
-            if existing is None:
-                member = group.members.get(member_id)
-                if member is not None:
-                    _check_epoch(member, 0, request.owned)
-                    return member
+        if joining and existing is None:
+            member = group.members.get(member_id)
+            if member is None:
                 log.info("group %s: static member %s (%s) joins", group.group_id, member_id, instance_id)
-                return ConsumerMember(member_id, instance_id=instance_id)
-            if existing.member_id == member_id:
-                _check_epoch(existing, 0, request.owned)
-                return existing
+                return ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1)
+            return member
+        if joining and existing is not None and existing.member_id != member_id:
             if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise HeartbeatError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
-                    f"Static member {existing.member_id} with instance id {instance_id} is not released yet.",
+                    f"Static member {member_id} with instance id {instance_id} cannot join the group because "
+                    f"the instance id is owned by {existing.member_id} member.",
                 )
-            # The static member restarted: the new member id takes over its assignment.
+            # The static member restarted: the new member id takes over the old one's
+            # partitions and target, at epoch 0, so nobody else is reassigned.
+            target = group.target.get(existing.member_id, {})
             self._cancel_member_timers(group.group_id, existing.member_id)
-            target = group.target.get(existing.member_id)
             group.remove_member(existing.member_id)
-            replacement = dataclasses.replace(
-                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
-            )
-            if target is not None:
-                group.target[member_id] = target
+            group.target[member_id] = target
             log.info(
-                "group %s: static member %s with instance id %s re-joins, replacing %s",
+                "group %s: static member with instance id %s re-joins; member %s replaces %s",
                 group.group_id,
-                member_id,
                 instance_id,
+                member_id,
                 existing.member_id,
             )
-            return replacement
+            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
         if existing is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
@@ -496,8 +504,9 @@ class ConsumerGroupManager:
         return existing
 
     def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
-        group = self._group(request.group_id, create=False)
-        result = HeartbeatResult(request.member_id, request.member_epoch, 0)
+        group = self.groups.get(request.group_id)
+        if group is None:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
         if request.instance_id is None:
             member = group.members.get(request.member_id)
             if member is None:
@@ -507,7 +516,7 @@ class ConsumerGroupManager:
                 )
             log.info("group %s: member %s left the consumer group", group.group_id, member.member_id)
             self.fence_member(group, member)
-            return result
+            return HeartbeatResult(request.member_id, request.member_epoch, 0)
         existing_id = group.static_members.get(request.instance_id)
         member = group.members.get(existing_id) if existing_id is not None else None
         if member is None:
@@ -521,46 +530,78 @@ class ConsumerGroupManager:
                 f"member {member.member_id}.",
             )
         if request.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            # Temporarily gone: it keeps its partitions until it rejoins or its session expires.
+            # Gone for a restart: it keeps its partitions (nobody else gets them) until it
+            # rejoins or its session times out; no new epoch.
+            log.info("group %s: static member %s temporarily left", group.group_id, member.member_id)
             group.put_member(
                 dataclasses.replace(
                     member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={}
                 )
             )
-            self._cancel(("cg-rebalance", group.group_id, member.member_id))
-            return result
+            return HeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0)
         self.fence_member(group, member)
-        return result
+        return HeartbeatResult(request.member_id, request.member_epoch, 0)
 
     def fence_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        """Removes a member (left, expired or fenced) and bumps the group epoch so the
-        others get its partitions."""
+        """Removes a member (left, expired or fenced) and bumps the group epoch, so the
+        next heartbeat computes a target without it."""
         self._cancel_member_timers(group.group_id, member.member_id)
         group.remove_member(member.member_id)
         group.group_epoch += 1
-        self._refresh_metadata(group)
+        group.subscription_metadata = self._subscription_metadata(group)
 
     # -- metadata and assignment --------------------------------------------------------
-    def _refresh_metadata(self, group: ConsumerGroup) -> bool:
-        """Re-resolves regexes and the subscribed topics' metadata; True when it changed."""
-        version = self.cluster.metadata_version
+    def _refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """Resolves the group's regexes when Kafka would, and recomputes the subscribed
+        topics' metadata; True when either changed (the group epoch is bumped)."""
         regexes = {m.subscribed_topic_regex for m in group.members.values() if m.subscribed_topic_regex}
-        if version != group.metadata_version or regexes != set(group.resolved_regexes):
-            topics = [name for name, topic in self.cluster.topics.items() if not topic.is_internal]
-            group.resolved_regexes = {
-                regex: frozenset(name for name in topics if _compile_regex(regex).fullmatch(name))
+        changed = False
+        if regexes and self._regexes_due(group, regexes, now_ms):
+            resolved = {
+                regex: frozenset(
+                    name for name in self.cluster.topics if _compile_regex(regex).fullmatch(name)
+                )
                 for regex in regexes
             }
-            group.metadata_version = version
-        metadata = {
+            changed = any(resolved[r] != group.resolved_regexes.get(r) for r in regexes)
+            group.resolved_regexes = resolved
+            group.regexes_resolved_ms = now_ms
+            group.regexes_topic_version = self.cluster.topic_version
+        group.resolved_regexes = {r: t for r, t in group.resolved_regexes.items() if r in regexes}
+        metadata = self._subscription_metadata(group)
+        if metadata != group.subscription_metadata:
+            group.subscription_metadata = metadata
+            changed = True
+        return changed
+
+    def _regexes_due(self, group: ConsumerGroup, regexes: set[str], now_ms: int) -> bool:
+        """maybeUpdateRegularExpressions' gating: at most one resolution per 10 s, and
+        one is due for a regex not yet resolved, after topics were created, or every
+        group.consumer.regex.refresh.interval.ms."""
+        last = group.regexes_resolved_ms
+        if last is not None and now_ms <= last + REGEX_REFRESH_MIN_INTERVAL_MS:
+            return False
+        return (
+            last is None
+            or not regexes <= set(group.resolved_regexes)
+            or group.regexes_topic_version < self.cluster.topic_version
+            or now_ms > last + self._config_int("group.consumer.regex.refresh.interval.ms")
+        )
+
+    def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        return {
             name: (topic.topic_id, len(topic.partitions))
             for name in sorted(group.subscribed_topic_names())
             if (topic := self.cluster.topics.get(name)) is not None
         }
-        if metadata == group.subscription_metadata:
-            return False
-        group.subscription_metadata = metadata
-        return True
+
+    def _subscribed_ids(self, group: ConsumerGroup, member: ConsumerMember) -> frozenset[uuid.UUID]:
+        """Ids of the existing topics the member subscribes to, by name or regex."""
+        return frozenset(
+            group.subscription_metadata[name][0]
+            for name in group.subscribed_topic_names([member])
+            if name in group.subscription_metadata
+        )
 
     def _compute_target_assignment(self, group: ConsumerGroup) -> None:
         names = self.assignor_names()
@@ -569,15 +610,10 @@ class ConsumerGroupManager:
             topic_id: TopicSpec(topic_id, name, partitions)
             for name, (topic_id, partitions) in group.subscription_metadata.items()
         }
-        ids_by_name = {name: topic_id for name, (topic_id, _) in group.subscription_metadata.items()}
         specs = [
             MemberSpec(
                 member.member_id,
-                frozenset(
-                    ids_by_name[name]
-                    for name in group.subscribed_topic_names([member])
-                    if name in ids_by_name
-                ),
+                self._subscribed_ids(group, member),
                 group.target.get(member.member_id, {}),
                 member.instance_id,
                 member.rack_id,
@@ -638,6 +674,8 @@ class ConsumerGroupManager:
         accepted while the group has no members."""
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE
+        if transactional and member_epoch == -1 and not member_id:
+            return ErrorCode.NONE  # a producer committing for the group without its member details
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -673,11 +711,19 @@ class ConsumerGroupManager:
         return sorted(rows, key=lambda row: row[1])
 
 
+def _or(value: str | None, current: str | None) -> str | None:
+    """A heartbeat field's "null: unchanged since the last heartbeat"."""
+    return current if value is None else value
+
+
 def _check_epoch(
     member: ConsumerMember, received: int, owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None
 ) -> None:
-    """throwIfMemberEpochIsInvalid: a newer epoch than the coordinator's, or an older one
-    that is not the previous epoch with a subset of the assignment, is fenced."""
+    """throwIfConsumerGroupMemberEpochIsInvalid: a newer epoch than the coordinator's, or
+    an older one that is not the previous epoch with a subset of the assignment, is
+    fenced; epoch 0 is a fenced member rejoining under its own id (KIP-1082), accepted."""
+    if received == 0:
+        return
     if received > member.member_epoch:
         raise HeartbeatError(
             ErrorCode.FENCED_MEMBER_EPOCH,

@@ -1,0 +1,291 @@
+"""ConsumerGroupHeartbeat and ConsumerGroupDescribe in raw frames: the reconciliation
+steps and the error paths no client sends on purpose (stale epochs, unknown members,
+unsupported assignors, bad regexes, released and unreleased static instance ids)."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
+from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
+
+from broker import MockCluster
+from broker.harness.wire import round_trip
+from messages.kip848 import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from protocol.errors import ErrorCode
+
+CONFIG = {"group.consumer.max.size": "3"}
+Owned = ConsumerGroupHeartbeatRequest.TopicPartitions
+
+
+class Wire:
+    def __init__(self, cluster: MockCluster) -> None:
+        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.correlation_id = 0
+
+    def __call__(self, request: Any) -> Any:
+        self.correlation_id += 1
+        return round_trip(self.sock, request, self.correlation_id, "wire")
+
+    def heartbeat(self, version: int = 1, **fields: Any) -> Any:
+        values: dict[str, Any] = {"group_id": "g", "rebalance_timeout_ms": -1, **fields}
+        return self(ConsumerGroupHeartbeatRequest[version](**values))
+
+    def join(self, member_id: str, topics: list[str] | None = None, **fields: Any) -> Any:
+        return self.heartbeat(
+            member_id=member_id,
+            member_epoch=0,
+            rebalance_timeout_ms=30_000,
+            subscribed_topic_names=["t"] if topics is None else topics,
+            topic_partitions=[],
+            **fields,
+        )
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockCluster]:
+    with MockCluster(brokers=1, config=CONFIG) as running:
+        running.create_topic("t", 2)
+        yield running
+
+
+@pytest.fixture
+def wire(cluster: MockCluster) -> Iterator[Wire]:
+    connection = Wire(cluster)
+    yield connection
+    connection.sock.close()
+
+
+def partitions(response: Any) -> dict[uuid.UUID, list[int]] | None:
+    if response.assignment is None:
+        return None
+    return {t.topic_id: sorted(t.partitions) for t in response.assignment.topic_partitions}
+
+
+def test_partitions_are_revoked_before_they_are_assigned_elsewhere(cluster: MockCluster, wire: Wire) -> None:
+    topic_id = cluster.groups.cluster.topics["t"].topic_id
+    first = wire.join("a")
+    assert (first.error_code, first.member_epoch, partitions(first)) == (0, 1, {topic_id: [0, 1]})
+    steady = wire.heartbeat(
+        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
+    )
+    assert (steady.member_epoch, steady.assignment) == (1, None)  # nothing new: no assignment sent
+    second = wire.join("b")
+    # b is at the new epoch but gets nothing yet: both partitions are still a's.
+    assert (second.member_epoch, partitions(second)) == (2, {})
+    revoke = wire.heartbeat(
+        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
+    )
+    assert (revoke.member_epoch, len(partitions(revoke) or {topic_id: []}[topic_id])) == (1, 1)
+    kept = partitions(revoke)[topic_id]  # type: ignore[index]
+    waiting = wire.heartbeat(member_id="b", member_epoch=2)
+    assert waiting.assignment is None  # still unreleased
+    released = wire.heartbeat(
+        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=kept)]
+    )
+    assert (released.member_epoch, released.assignment) == (2, None)
+    taken = wire.heartbeat(member_id="b", member_epoch=2)
+    assert partitions(taken) == {topic_id: [p for p in (0, 1) if p not in kept]}
+    group = cluster.groups.consumer.groups["g"]
+    assert (group.state, group.group_epoch, group.assignment_epoch) == ("Stable", 2, 2)
+
+
+def test_epochs_out_of_step_are_fenced(wire: Wire) -> None:
+    wire.join("a")
+    ahead = wire.heartbeat(member_id="a", member_epoch=5)
+    assert ahead.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert ahead.error_message.startswith("The consumer group member has a greater member epoch (5)")
+    wire.join("b")  # epoch 2 for the group; a is still at 1 until it heartbeats
+    behind = wire.heartbeat(member_id="b", member_epoch=1, topic_partitions=[])
+    assert behind.error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    # A fenced member rejoins under its own id with epoch 0 (KIP-1082).
+    assert wire.join("b").error_code == ErrorCode.NONE
+
+
+def test_unknown_members_groups_and_assignors(wire: Wire) -> None:
+    missing = wire.heartbeat(member_id="a", member_epoch=1)
+    assert (missing.error_code, missing.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Consumer group g not found.",
+    )
+    wire.join("a")
+    stranger = wire.heartbeat(member_id="x", member_epoch=1)
+    assert (stranger.error_code, stranger.error_message) == (
+        ErrorCode.UNKNOWN_MEMBER_ID,
+        "Member x is not a member of group g.",
+    )
+    assert wire.heartbeat(member_id="x", member_epoch=-1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    sticky = wire.join("b", server_assignor="sticky")
+    assert (sticky.error_code, sticky.error_message) == (
+        ErrorCode.UNSUPPORTED_ASSIGNOR,
+        "ServerAssignor sticky is not supported. Supported assignors: uniform, range.",
+    )
+
+
+def test_a_bad_regex_is_refused(wire: Wire) -> None:
+    response = wire.heartbeat(
+        member_id="a",
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_regex="t(",
+        topic_partitions=[],
+    )
+    assert response.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert response.error_message.startswith("SubscribedTopicRegex `t(` is not a valid regular expression")
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"member_id": "", "member_epoch": 1}, "MemberId can't be empty."),
+        (
+            {"member_id": "a", "member_epoch": 0, "subscribed_topic_names": ["t"], "topic_partitions": []},
+            "RebalanceTimeoutMs must be provided in first request.",
+        ),
+        (
+            {
+                "member_id": "a",
+                "member_epoch": 0,
+                "rebalance_timeout_ms": 1000,
+                "subscribed_topic_names": ["t"],
+            },
+            "TopicPartitions must be empty when (re-)joining.",
+        ),
+        (
+            {"member_id": "a", "member_epoch": 0, "rebalance_timeout_ms": 1000, "topic_partitions": []},
+            "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.",
+        ),
+        ({"member_id": "a", "member_epoch": -2}, "InstanceId can't be null."),
+        ({"member_id": "a", "member_epoch": -3}, "MemberEpoch is invalid."),
+        ({"member_id": "a", "member_epoch": 1, "group_id": " "}, "GroupId can't be empty."),
+    ],
+)
+def test_invalid_requests(wire: Wire, fields: dict[str, Any], message: str) -> None:
+    response = wire.heartbeat(**fields)
+    assert (response.error_code, response.error_message) == (ErrorCode.INVALID_REQUEST, message)
+
+
+def test_v0_lets_the_coordinator_name_the_member(wire: Wire) -> None:
+    response = wire.heartbeat(
+        version=0,
+        member_id="",
+        member_epoch=0,
+        rebalance_timeout_ms=1000,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+    )
+    assert response.error_code == ErrorCode.NONE and len(response.member_id) > 0
+
+
+def test_static_instance_ids(cluster: MockCluster, wire: Wire) -> None:
+    assert wire.join("a", instance_id="i").member_epoch == 1
+    taken = wire.join("b", instance_id="i")
+    assert (taken.error_code, taken.error_message) == (
+        ErrorCode.UNRELEASED_INSTANCE_ID,
+        "Static member b with instance id i cannot join the group because the instance id is owned by a member.",
+    )
+    fenced = wire.heartbeat(member_id="b", member_epoch=1, instance_id="i")
+    assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
+    left = wire.heartbeat(member_id="a", member_epoch=-2, instance_id="i")
+    assert (left.error_code, left.member_epoch) == (ErrorCode.NONE, -2)
+    back = wire.join("b", instance_id="i")  # released: the new id takes over at the same epoch
+    assert (back.error_code, back.member_epoch, len(partitions(back) or {})) == (ErrorCode.NONE, 1, 1)
+    assert list(cluster.groups.consumer.groups["g"].members) == ["b"]
+
+
+def test_group_max_size(wire: Wire) -> None:
+    for member in ("a", "b", "c"):
+        assert wire.join(member).error_code == ErrorCode.NONE
+    full = wire.join("d")
+    assert (full.error_code, full.error_message) == (
+        ErrorCode.GROUP_MAX_SIZE_REACHED,
+        "The consumer group has reached its maximum capacity of 3 members.",
+    )
+
+
+def test_offsets_are_committed_and_fetched_with_the_member_epoch(cluster: MockCluster, wire: Wire) -> None:
+    wire.join("a")
+
+    def commit(version: int, epoch: int) -> int:
+        topic = OffsetCommitRequest.OffsetCommitRequestTopic
+        response = wire(
+            OffsetCommitRequest[version](
+                group_id="g",
+                generation_id_or_member_epoch=epoch,
+                member_id="a",
+                topics=[
+                    topic(
+                        name="t",
+                        partitions=[
+                            topic.OffsetCommitRequestPartition(partition_index=0, committed_offset=5)
+                        ],
+                    )
+                ],
+            )
+        )
+        return int(response.topics[0].partitions[0].error_code)
+
+    assert commit(9, 0) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(8, 1) == ErrorCode.UNSUPPORTED_VERSION  # consumer-protocol members commit with v9+
+    assert commit(9, 1) == ErrorCode.NONE
+
+    def fetch(member_id: str | None, epoch: int) -> int:
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        response = wire(
+            OffsetFetchRequest[9](
+                groups=[group(group_id="g", member_id=member_id, member_epoch=epoch, topics=None)],
+                require_stable=False,
+            )
+        )
+        return int(response.groups[0].error_code)
+
+    assert fetch("a", 3) == ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("nobody", 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch("a", 1) == fetch(None, -1) == ErrorCode.NONE
+    assert cluster.groups.fetch_offsets("g")[("t", 0)].offset == 5  # type: ignore[union-attr]
+
+
+def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire: Wire) -> None:
+    wire.join("a", instance_id="i", rack_id="r1")
+    described = wire(
+        ConsumerGroupDescribeRequest[1](group_ids=["g", "nope", ""], include_authorized_operations=True)
+    )
+    group, missing, empty = described.groups
+    assert (
+        group.error_code,
+        group.group_state,
+        group.group_epoch,
+        group.assignment_epoch,
+        group.assignor_name,
+    ) == (0, "Stable", 1, 1, "uniform")
+    [member] = group.members
+    assert (
+        member.member_id,
+        member.instance_id,
+        member.rack_id,
+        member.member_epoch,
+        member.member_type,
+    ) == ("a", "i", "r1", 1, 1)
+    assert [(t.topic_name, t.partitions) for t in member.assignment.topic_partitions] == [("t", [0, 1])]
+    assert group.authorized_operations == {3, 6, 8, 10, 11}  # READ DELETE DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+    assert (missing.error_code, missing.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+    )
+    assert empty.error_code == ErrorCode.INVALID_GROUP_ID
+    classic = wire(DescribeGroupsRequest[6](groups=["g"], include_authorized_operations=False)).groups[0]
+    assert (classic.error_code, classic.group_state, classic.error_message) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Dead",
+        "Group g is not a classic group.",
+    )
+    listed = wire(ListGroupsRequest[5](states_filter=["stable"], types_filter=["consumer"])).groups
+    assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
+        ("g", "consumer", "Stable", "consumer")
+    ]
+    assert wire(ListGroupsRequest[5](states_filter=[], types_filter=["classic"])).groups == []
