@@ -343,6 +343,25 @@ class MockCluster:
         timeout, start time, partitions and groups of the open transaction."""
         return self.on_loop(lambda: [txn.to_dict() for txn in self.transactions.listed()])
 
+    def list_groups(self) -> list[dict[str, Any]]:
+        """Every group, classic and consumer (KIP-848): id, type, protocol type, state."""
+        return self.on_loop(
+            lambda: [
+                {
+                    "group_id": g.group_id,
+                    "type": g.group_type,
+                    "protocol_type": g.protocol_type,
+                    "state": g.state,
+                }
+                for g in self.groups.list_groups()
+            ]
+        )
+
+    def describe_group(self, group_id: str) -> dict[str, Any] | None:
+        """One group: a consumer group's epochs, assignor and each member's subscription,
+        assignment and target; a classic group's generation, protocol and members."""
+        return self.on_loop(lambda: self.groups.group_details(group_id))
+
     def describe(self) -> dict[str, Any]:
         """Brokers (id, host, port, up) and topics with their partitions' leaders."""
 

@@ -269,6 +269,8 @@ class ControlledCluster(Protocol):
     def acls(self) -> AclAdmin: ...
     def describe(self) -> dict[str, Any]: ...
     def list_transactions(self) -> list[dict[str, Any]]: ...
+    def list_groups(self) -> list[dict[str, Any]]: ...
+    def describe_group(self, group_id: str) -> dict[str, Any] | None: ...
     async def stop_broker_async(self, node_id: int) -> None: ...
     async def start_broker_async(self, node_id: int) -> None: ...
     def move_leader(self, topic: str, partition: int, node_id: int) -> Partition: ...
@@ -311,6 +313,8 @@ class AdminServer:
         router.add_delete("/v1/acls", self.delete_acls)
         router.add_get("/v1/transactions", self.get_transactions)
         router.add_get("/v1/transactions/{transactional_id}", self.get_transaction)
+        router.add_get("/v1/groups", self.get_groups)
+        router.add_get("/v1/groups/{group_id}", self.get_group)
         router.add_get("/metrics", self.get_metrics)
 
     async def start(self, host: str, port: int) -> None:
@@ -556,6 +560,23 @@ class AdminServer:
             if txn["transactional_id"] == wanted:
                 return _json(txn)
         not_found(f"no transactional id {wanted!r}")
+
+    async def get_groups(self, request: web.Request) -> web.Response:
+        query = _query(request, ("type", "state"))
+        listed = [
+            group
+            for group in self.cluster.list_groups()
+            if all(group[key].lower() == query[key].lower() for key in query)
+        ]
+        return _json({"groups": listed})
+
+    async def get_group(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        wanted = request.match_info["group_id"]
+        described = self.cluster.describe_group(wanted)
+        if described is None:
+            not_found(f"no group {wanted!r}")
+        return _json(described)
 
     async def get_metrics(self, request: web.Request) -> web.Response:
         # Not JSON: Prometheus's text format, whatever the query (scrapers add their own).

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
 from broker.state.cluster import ClusterState
@@ -709,6 +710,38 @@ class ConsumerGroupManager:
             if topic is not None:
                 rows.append((topic_id, topic.name, sorted(partitions)))
         return sorted(rows, key=lambda row: row[1])
+
+    def to_dict(self, group: ConsumerGroup) -> dict[str, Any]:
+        """A JSON-ready description (the HTTP control plane's /v1/groups/{id})."""
+
+        def by_name(assignment: Mapping[uuid.UUID, frozenset[int]]) -> dict[str, list[int]]:
+            return {name: partitions for _, name, partitions in self.names_of(assignment)}
+
+        return {
+            "group_id": group.group_id,
+            "type": GROUP_TYPE,
+            "state": group.state,
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor": group.preferred_server_assignor(self.assignor_names()[0]),
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_epoch": m.member_epoch,
+                    "state": m.state,
+                    "subscribed_topic_names": list(m.subscribed_topic_names),
+                    "subscribed_topic_regex": m.subscribed_topic_regex,
+                    "assignment": by_name(m.assigned),
+                    "partitions_pending_revocation": by_name(m.pending_revocation),
+                    "target_assignment": by_name(group.target.get(m.member_id, {})),
+                }
+                for m in group.members.values()
+            ],
+        }
 
 
 def _or(value: str | None, current: str | None) -> str | None:

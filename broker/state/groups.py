@@ -22,7 +22,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from broker.state.cluster import ClusterState
 from broker.state.consumer_groups import GROUP_TYPE as CONSUMER_GROUP_TYPE
@@ -1215,6 +1215,33 @@ class GroupCoordinator:
             and (not wanted_states or listed.state.lower() in wanted_states)
             and (coordinator is None or self.coordinator_for(listed.group_id) == coordinator)
         ]
+
+    def group_details(self, group_id: str) -> dict[str, Any] | None:
+        """A JSON-ready description of a group of either type; None when unknown."""
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.to_dict(consumer_group)
+        group = self.groups.get(group_id)
+        if group is None or group.state == DEAD:
+            return None
+        return {
+            "group_id": group_id,
+            "type": GROUP_TYPE,
+            "state": group.state,
+            "protocol_type": group.protocol_type or "",
+            "protocol": group.protocol_name,
+            "generation_id": group.generation_id,
+            "leader": group.leader_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                }
+                for m in group.members.values()
+            ],
+        }
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         """DeleteGroups: only Empty groups go, together with their committed offsets."""
