@@ -42,6 +42,7 @@ from broker.config.broker_config import (
     is_read_only,
     listener_base,
 )
+from broker.config.group_configs import GROUP, group_configs_error
 from broker.config.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_BROKER,
@@ -175,6 +176,12 @@ class _TopicChange:
     configs: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(slots=True)
+class _GroupChange:
+    group_id: str
+    configs: dict[str, str]
+
+
 def scala_set(names: Iterable[str]) -> str:
     """How Kafka's messages print a Scala Set: Set(a, b) up to four, HashSet(...) beyond."""
     items = list(dict.fromkeys(names))
@@ -229,6 +236,8 @@ def _per_broker_only(key: str) -> bool:
 
 def _list_config(resource_type: int, name: str) -> tuple[bool, str | None]:
     """(is a LIST config, its default) for APPEND/SUBTRACT."""
+    if resource_type == GROUP:
+        return False, None  # every group config is an INT
     if resource_type == TOPIC:
         topic_config = TOPIC_CONFIGS.get(name)
         return (topic_config is not None and topic_config.type == "list"), (
@@ -260,7 +269,7 @@ def apply_ops(current: Mapping[str, str], ops: Sequence[ConfigOp], resource_type
                 raise ConfigError(
                     ErrorCode.INVALID_CONFIG,
                     f"Can't {verb} to key {op.name} because its type is not LIST."
-                    if resource_type == TOPIC
+                    if resource_type in (TOPIC, GROUP)
                     else f"Config value {verb.lower()} is not allowed for config key: {op.name}",
                 )
             parts = [p for p in (configs.get(op.name, default) or "").split(",") if p]
@@ -333,7 +342,7 @@ class DynamicConfigStore(PersistentStore):
         nulls = [op.name for op in alteration.ops if op.value is None and op.op != DELETE]
         if nulls:
             raise ConfigError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-        if alteration.resource_type == TOPIC:
+        if alteration.resource_type in (TOPIC, GROUP):
             return
         if alteration.resource_type != BROKER:
             raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {alteration.resource_type}")
@@ -358,7 +367,7 @@ class DynamicConfigStore(PersistentStore):
         accepted ones in one transaction and applies them; one result per resource."""
         async with self._lock:
             results: list[ConfigError | None] = []
-            changes: list[_BrokerChange | _TopicChange] = []
+            changes: list[_BrokerChange | _TopicChange | _GroupChange] = []
             # Each resource is checked against the layers as the earlier accepted ones of
             # this request leave them, so what is validated is what will be in force.
             pending: dict[int | None, dict[str, str]] = {}
@@ -382,12 +391,14 @@ class DynamicConfigStore(PersistentStore):
 
     def _plan(
         self, alteration: Alteration, pending: Mapping[int | None, dict[str, str]] | None = None
-    ) -> _BrokerChange | _TopicChange:
+    ) -> _BrokerChange | _TopicChange | _GroupChange:
         for op in alteration.ops:
             if op.op not in (SET, DELETE, APPEND, SUBTRACT):
                 raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
         if alteration.resource_type == TOPIC:
             return self._plan_topic(alteration)
+        if alteration.resource_type == GROUP:
+            return self._plan_group(alteration)
         broker = parse_broker_id(alteration.resource_name) if alteration.resource_name else None
         pending = pending or {}
         if alteration.incremental:
@@ -436,7 +447,23 @@ class DynamicConfigStore(PersistentStore):
             )
         return _TopicChange(topic, configs)
 
-    def _apply(self, changes: Sequence[_BrokerChange | _TopicChange]) -> None:
+    def _plan_group(self, alteration: Alteration) -> _GroupChange:
+        """ControllerConfigurationValidator for a GROUP resource: the name, then
+        GroupConfig.validate against the broker's bounds. The group need not exist."""
+        assert self.cluster is not None, "group configs need the cluster state"
+        if not alteration.resource_name:
+            raise ConfigError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+        current = self.cluster.group_configs.get(alteration.resource_name, {})
+        if alteration.incremental:
+            configs = apply_ops(current, alteration.ops, GROUP)
+        else:
+            configs = {op.name: op.value or "" for op in alteration.ops}
+        reason = group_configs_error(configs, self.cluster_view)
+        if reason is not None:
+            raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
+        return _GroupChange(alteration.resource_name, configs)
+
+    def _apply(self, changes: Sequence[_BrokerChange | _TopicChange | _GroupChange]) -> None:
         """Installs the layers (in place: views share them), refreshes every view and
         tells each broker which of its effective keys changed."""
         before = {node_id: view.values for node_id, (_, view) in self._brokers.items()}
@@ -446,6 +473,12 @@ class DynamicConfigStore(PersistentStore):
                 layer = self._layer(change.broker)
                 layer.clear()
                 layer.update(change.layer)
+            elif isinstance(change, _GroupChange):
+                assert self.cluster is not None
+                if change.configs:
+                    self.cluster.group_configs[change.group_id] = change.configs
+                else:
+                    self.cluster.group_configs.pop(change.group_id, None)
             else:
                 change.topic.configs.clear()
                 change.topic.configs.update(change.configs)

@@ -14,6 +14,7 @@ from kafka.protocol.admin import DescribeConfigsResponse
 
 from broker.config.broker_config import DEFAULTS, BrokerConfigView, config_type, is_read_only
 from broker.config.dynamic import parse_broker_id
+from broker.config.group_configs import GROUP, GROUP_CONFIGS, SOURCE_GROUP
 from broker.config.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
@@ -111,6 +112,19 @@ def _cluster_default_configs(view: BrokerConfigView, request: Any) -> list[Any]:
     return entries
 
 
+def _group_configs(ctx: RequestContext, request: Any, group_id: str) -> list[Any]:
+    """Each group config: the group's own value (GROUP_CONFIG), else the broker's default."""
+    overrides = ctx.cluster.group_configs.get(group_id, {})
+    entries = []
+    for config in GROUP_CONFIGS.values():
+        candidates: Candidates = []
+        if config.name in overrides:
+            candidates.append((config.name, overrides[config.name], SOURCE_GROUP))
+        candidates.append((config.name, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT))
+        entries.append(_entry(request, config.name, candidates, "int", config.documentation))
+    return entries
+
+
 def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, str | None, list[Any]]:
     name = resource.resource_name
     if resource.resource_type == TOPIC:
@@ -131,6 +145,8 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
                 [],
             )
         return ErrorCode.NONE, None, _broker_configs(ctx.broker.config, request)
+    if resource.resource_type == GROUP:
+        return ErrorCode.NONE, None, _group_configs(ctx, request, name)
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
 
 
@@ -147,6 +163,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "Cluster authorization failed.",
             )
+        elif resource.resource_type == GROUP and not authorizer.authorize(
+            principal, host, Operation.DESCRIBE_CONFIGS, ResourceType.GROUP, resource.resource_name
+        ):
+            refusal = (ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
         elif resource.resource_type == TOPIC and not authorizer.authorize(
             principal, host, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, resource.resource_name
         ):

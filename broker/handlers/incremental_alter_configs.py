@@ -1,5 +1,7 @@
 """IncrementalAlterConfigs (44): SET, DELETE, APPEND and SUBTRACT on BROKER resources (the
-cluster-wide default or this broker) and TOPIC resources, per resource all or nothing.
+cluster-wide default or this broker), TOPIC resources and GROUP resources (KIP-848's
+per-group consumer.session.timeout.ms and consumer.heartbeat.interval.ms), per resource
+all or nothing.
 
 The order is Kafka's: the receiving broker's preprocessing (ConfigAdminManager), then the
 controller's authorization (ControllerApis.authorizeAlterResource), then the change
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
+from broker.config.group_configs import GROUP
 from broker.context import RequestContext
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorizer import ALTER_CONFIGS
@@ -23,6 +26,7 @@ API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 # ControllerApis answers `new ApiError(error)`, which carries the error's default message.
 CLUSTER_REFUSED = ConfigError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 TOPIC_REFUSED = ConfigError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+GROUP_REFUSED = ConfigError(ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
 
 
 async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate_only: bool) -> Any:
@@ -38,6 +42,11 @@ async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate
         if alteration.resource_type == BROKER:
             if not cluster_allowed:
                 errors[index] = CLUSTER_REFUSED
+        elif alteration.resource_type == GROUP:
+            if not authorizer.authorize(
+                principal, host, Operation.ALTER_CONFIGS, ResourceType.GROUP, alteration.resource_name
+            ):
+                errors[index] = GROUP_REFUSED
         elif not authorizer.authorize(
             principal, host, Operation.ALTER_CONFIGS, ResourceType.TOPIC, alteration.resource_name
         ):

@@ -124,6 +124,8 @@ class ClusterState:
         # Bumped when a topic is created (Kafka's lastMetadataImageWithNewTopics), for
         # consumer groups' regex subscriptions.
         self.topic_version = 0
+        # GROUP config resources (KIP-848 GroupConfig): group id -> configs it sets
+        self.group_configs: dict[str, dict[str, str]] = {}
         # Topics a Metadata request asked to auto-create, until the controller is done
         # (Kafka's AutoTopicCreationManager inflightTopics).
         self.auto_creating: set[str] = set()

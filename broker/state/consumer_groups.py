@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.config.group_configs import effective
 from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
 from broker.state.cluster import ClusterState
 from protocol.errors import ErrorCode
@@ -302,10 +303,17 @@ class ConsumerGroupManager:
         return self.cluster.config.get_int(key)
 
     def session_timeout_ms(self, group_id: str) -> int:
-        return self._config_int("group.consumer.session.timeout.ms")
+        """consumer.session.timeout.ms of the group's GROUP configs, else the broker's."""
+        return effective(
+            self.cluster.group_configs.get(group_id, {}), "consumer.session.timeout.ms", self.cluster.config
+        )
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
-        return self._config_int("group.consumer.heartbeat.interval.ms")
+        return effective(
+            self.cluster.group_configs.get(group_id, {}),
+            "consumer.heartbeat.interval.ms",
+            self.cluster.config,
+        )
 
     def assignor_names(self) -> list[str]:
         names = [

@@ -1,0 +1,89 @@
+"""Per-group configs (GROUP resources, KIP-848): kafka-python's admin client sets a
+group's session timeout and heartbeat interval, the group's members get them, and values
+outside the broker's group.consumer.* bounds are refused with Kafka's messages."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from broker import MockCluster
+from tests.groups.test_consumer_group_heartbeat_wire import Wire
+
+CONFIG = {
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+
+
+@pytest.fixture
+def cluster() -> Iterator[MockCluster]:
+    with MockCluster(brokers=1, config=CONFIG) as running:
+        running.create_topic("t", 1)
+        yield running
+
+
+def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        group = ConfigResource(
+            ConfigResourceType.GROUP,
+            "g",
+            configs={"consumer.heartbeat.interval.ms": "200", "consumer.session.timeout.ms": "1500"},
+        )
+        admin.alter_configs([group], raise_on_unknown=False, incremental=True)
+        described = admin.describe_configs(
+            [ConfigResource(ConfigResourceType.GROUP, "g")], config_filter="all"
+        )
+        values = {name: (c["value"], c["config_source"]) for name, c in described["group"]["g"].items()}
+    finally:
+        admin.close()
+    assert values == {
+        "consumer.session.timeout.ms": ("1500", "DYNAMIC_GROUP_CONFIG"),
+        "consumer.heartbeat.interval.ms": ("200", "DYNAMIC_GROUP_CONFIG"),
+    }
+    wire = Wire(cluster)
+    assert wire.join("a").heartbeat_interval_ms == 200
+    assert cluster.groups.consumer.session_timeout_ms("g") == 1500
+    assert cluster.groups.consumer.heartbeat_interval_ms("other") == 5000  # the broker's default
+
+
+@pytest.mark.parametrize(
+    ("configs", "message"),
+    [
+        (
+            {"consumer.session.timeout.ms": "500"},
+            "consumer.session.timeout.ms must be greater than or equal to group.consumer.min.session.timeout.ms",
+        ),
+        (
+            {"consumer.heartbeat.interval.ms": "20000"},
+            "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms",
+        ),
+        (
+            {"consumer.session.timeout.ms": "1000", "consumer.heartbeat.interval.ms": "1000"},
+            "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms",
+        ),
+        (
+            {"consumer.session.timeout.ms": "soon"},
+            "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT",
+        ),
+        ({"share.fancy": "1"}, "Unknown group config name: share.fancy"),
+    ],
+)
+def test_group_configs_outside_the_broker_bounds_are_refused(
+    cluster: MockCluster, configs: dict[str, str], message: str
+) -> None:
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        result = admin.alter_configs(
+            [ConfigResource(ConfigResourceType.GROUP, "g", configs=configs)],
+            raise_on_unknown=False,
+            incremental=True,
+        )
+    finally:
+        admin.close()
+    assert result == {"group": {"g": f"[Error 40] InvalidConfigurationError: {message}"}}
+    assert "g" not in cluster.state.group_configs
