@@ -8,7 +8,7 @@ from kafka.protocol.admin import DescribeGroupsResponse
 
 from broker.context import RequestContext
 from broker.security.acls import ResourceType
-from broker.state.groups import DEAD
+from broker.state.classic_groups import DEAD
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 

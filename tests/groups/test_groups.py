@@ -13,18 +13,9 @@ from collections.abc import AsyncIterator, Sequence
 import pytest
 
 from broker.config.broker_config import BrokerConfig
+from broker.state.classic_groups import COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE, JoinResult
 from broker.state.cluster import BrokerNode, ClusterState
-from broker.state.groups import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-    GroupCoordinator,
-    JoinResult,
-    OffsetCommit,
-    java_string_hash,
-    kafka_abs,
-)
+from broker.state.groups import GroupCoordinator, OffsetCommit, java_string_hash, kafka_abs
 from protocol.errors import ErrorCode
 
 RANGE = [("range", b"range-meta")]
