@@ -17,7 +17,7 @@ Described = ConsumerGroupDescribeResponse.DescribedGroup
 Member = Described.Member
 Assignment = Member.Assignment
 TopicPartitions = Assignment.TopicPartitions
-CONSUMER_MEMBER = 1  # MemberType: 0 classic, 1 consumer (v1, KIP-1099)
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # MemberType (v1, KIP-1099)
 
 
 def _failed(group_id: str, code: int, message: str | None) -> Any:
@@ -92,7 +92,7 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member_id: str) -> Any:
                 for t, name, ps in names_of(group.target.get(member_id, {}))
             ]
         ),
-        member_type=CONSUMER_MEMBER,
+        member_type=CLASSIC_MEMBER if member.classic is not None else CONSUMER_MEMBER,
     )
 
 

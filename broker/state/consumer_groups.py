@@ -13,6 +13,7 @@ rebalance timeouts) fence members that stop heartbeating or never revoke.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import logging
 import re
@@ -24,13 +25,22 @@ from typing import Any
 
 from broker.config.group_configs import effective
 from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
+from broker.state.classic_groups import JoinResult, SyncResult
 from broker.state.cluster import ClusterState
+from broker.state.consumer_protocol import (
+    PROTOCOL_TYPE,
+    MalformedProtocol,
+    decode_subscription,
+    encode_assignment,
+    ids_of,
+    names_of,
+    version_of,
+)
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.groups")
 
 GROUP_TYPE = "consumer"
-PROTOCOL_TYPE = "consumer"
 # group states (ConsumerGroupState.toString())
 EMPTY = "Empty"
 ASSIGNING = "Assigning"
@@ -62,6 +72,14 @@ class HeartbeatError(Exception):
         self.message = message
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a classic-protocol member of a consumer group said in its JoinGroup."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(slots=True)
 class ConsumerMember:
     member_id: str
@@ -78,6 +96,8 @@ class ConsumerMember:
     state: str = MEMBER_STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat).
+    classic: ClassicMemberMetadata | None = None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.state == MEMBER_STABLE and self.member_epoch == epoch
@@ -114,6 +134,21 @@ class HeartbeatResult:
     member_epoch: int
     heartbeat_interval_ms: int
     assignment: Assignment | None = None
+
+
+@dataclass(slots=True)
+class ClassicJoin:
+    """A classic JoinGroup, as a consumer group serves it."""
+
+    member_id: str
+    instance_id: str | None
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str = ""
+    client_host: str = ""
+    require_known_member_id: bool = True
 
 
 class ConsumerGroup:
@@ -297,6 +332,12 @@ class ConsumerGroupManager:
         self.groups: dict[str, ConsumerGroup] = {}
         self._schedule = schedule
         self._cancel = cancel
+        # Set by the coordinator: turns the group back into a classic group when only
+        # classic members would remain after `leaving` go (the online downgrade);
+        # True when it did, and the members are then gone.
+        self.downgrade: Callable[[ConsumerGroup, Sequence[ConsumerMember]], bool] = lambda group, leaving: (
+            False
+        )
 
     # -- configuration ------------------------------------------------------------
     def _config_int(self, key: str) -> int:
@@ -385,7 +426,7 @@ class ConsumerGroupManager:
                 ErrorCode.GROUP_MAX_SIZE_REACHED,
                 f"The consumer group has reached its maximum capacity of {max_size} members.",
             )
-        member_id = request.member_id or str(uuid.uuid4())  # v0 only: the coordinator names it
+        member_id = request.member_id or _new_member_id()  # v0 only: the coordinator names it
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request, joining)
         else:
@@ -408,17 +449,41 @@ class ConsumerGroupManager:
             subscribed_topic_regex=_or(request.subscribed_topic_regex, member.subscribed_topic_regex) or None,
             client_id=request.client_id,
             client_host=request.client_host,
+            classic=None,
         )
+        reconciled = self._update_member(group, member, updated, request.owned, now_ms)
+        self._schedule_session_timeout(group.group_id, reconciled.member_id)
+        full = request.rebalance_timeout_ms != -1 and (
+            (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
+            and request.owned is not None
+        )
+        return HeartbeatResult(
+            reconciled.member_id,
+            reconciled.member_epoch,
+            self.heartbeat_interval_ms(group.group_id),
+            dict(reconciled.assigned) if joining or full or reconciled.assigned != member.assigned else None,
+        )
+
+    def _update_member(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        updated: ConsumerMember,
+        owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None,
+        now_ms: int,
+    ) -> ConsumerMember:
+        """Installs `updated` (the member with its request applied), bumps the group
+        epoch when subscriptions or the subscribed topics changed, recomputes the target
+        when the epoch passed it, and reconciles the member towards it."""
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
+        regex = updated.subscribed_topic_regex
         if (
             regex_changed
-            and updated.subscribed_topic_regex
-            and not any(
-                m.subscribed_topic_regex == updated.subscribed_topic_regex for m in group.members.values()
-            )
+            and regex
+            and not any(m.subscribed_topic_regex == regex for m in group.members.values())
         ):
-            _compile_regex(updated.subscribed_topic_regex)  # a regex new to the group is checked
+            _compile_regex(regex)  # a regex new to the group is checked
         group.put_member(updated)
         bump = group.group_epoch == 0 or names_changed or regex_changed
         if self._refresh_metadata(group, now_ms) or bump:
@@ -430,27 +495,17 @@ class ConsumerGroupManager:
             group.assignment_epoch,
             group.target.get(updated.member_id, {}),
             group.current_partition_epoch,
-            None if request.owned is None else [(t, ps) for t, ps in request.owned],
+            owned,
             self._subscribed_ids(group, updated),
             subscription_changed=names_changed or regex_changed,
         )
         group.put_member(reconciled)
-        self._schedule_session_timeout(group.group_id, reconciled.member_id)
-        if reconciled.state == UNREVOKED_PARTITIONS:
+        if reconciled.state == UNREVOKED_PARTITIONS and reconciled.classic is None:
             if reconciled != updated:
                 self._schedule_rebalance_timeout(group.group_id, reconciled)
         else:
             self._cancel(("cg-rebalance", group.group_id, reconciled.member_id))
-        full = request.rebalance_timeout_ms != -1 and (
-            (request.subscribed_topic_names is not None or request.subscribed_topic_regex is not None)
-            and request.owned is not None
-        )
-        return HeartbeatResult(
-            reconciled.member_id,
-            reconciled.member_epoch,
-            self.heartbeat_interval_ms(group.group_id),
-            dict(reconciled.assigned) if joining or full or reconciled.assigned != member.assigned else None,
-        )
+        return reconciled
 
     def _dynamic_member(
         self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest, joining: bool
@@ -552,12 +607,228 @@ class ConsumerGroupManager:
         return HeartbeatResult(request.member_id, request.member_epoch, 0)
 
     def fence_member(self, group: ConsumerGroup, member: ConsumerMember) -> None:
-        """Removes a member (left, expired or fenced) and bumps the group epoch, so the
-        next heartbeat computes a target without it."""
-        self._cancel_member_timers(group.group_id, member.member_id)
-        group.remove_member(member.member_id)
+        self.fence_members(group, [member])
+
+    def fence_members(self, group: ConsumerGroup, members: Sequence[ConsumerMember]) -> None:
+        """Removes members (left, expired or fenced) with one group epoch bump, so the
+        next heartbeat computes a target without them; or downgrades the group when only
+        classic members would remain."""
+        if not members or self.downgrade(group, members):
+            return
+        for member in members:
+            self._cancel_member_timers(group.group_id, member.member_id)
+            group.remove_member(member.member_id)
         group.group_epoch += 1
         group.subscription_metadata = self._subscription_metadata(group)
+
+    # -- classic-protocol members (KIP-848's online migration) ----------------------------
+    def classic_join(self, group: ConsumerGroup, join: ClassicJoin, now_ms: int | None = None) -> JoinResult:
+        """classicGroupJoinToConsumerGroup: a JoinGroup answered at once; the broker's
+        assignor decides, the member's generation is its member epoch, and what it must
+        give up it learns from SyncGroup (and Heartbeat's REBALANCE_IN_PROGRESS)."""
+        member_id = join.member_id or _new_member_id()
+        try:
+            return self._classic_join(group, join, member_id, now_ms)
+        except HeartbeatError as error:
+            return JoinResult(
+                error.code, member_id if error.code == ErrorCode.MEMBER_ID_REQUIRED else join.member_id
+            )
+
+    def _classic_join(
+        self, group: ConsumerGroup, join: ClassicJoin, member_id: str, now_ms: int | None
+    ) -> JoinResult:
+        max_size = self._config_int("group.consumer.max.size")
+        if len(group.members) >= max_size and member_id not in group.members:
+            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "")
+        if not self._supports_classic_protocols(
+            group, join.protocol_type, [name for name, _ in join.protocols]
+        ):
+            raise HeartbeatError(
+                ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported."
+            )
+        if join.require_known_member_id and not join.member_id and join.instance_id is None:
+            raise HeartbeatError(ErrorCode.MEMBER_ID_REQUIRED, "")
+        if join.instance_id is None:
+            member = group.members.get(member_id) or ConsumerMember(member_id, previous_member_epoch=-1)
+        else:
+            member = self._classic_static_member(group, member_id, join)
+        try:
+            subscription = decode_subscription(join.protocols[0][1])
+        except MalformedProtocol as exc:
+            raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)) from None
+        updated = dataclasses.replace(
+            member,
+            instance_id=_or(join.instance_id, member.instance_id),
+            rack_id=_or(subscription.rack_id, member.rack_id),
+            rebalance_timeout_ms=join.rebalance_timeout_ms,
+            subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+            subscribed_topic_regex=None,
+            client_id=join.client_id,
+            client_host=join.client_host,
+            classic=ClassicMemberMetadata(join.session_timeout_ms, tuple(join.protocols)),
+        )
+        owned = [(topic_id, sorted(ps)) for topic_id, ps in ids_of(self.cluster, subscription.owned).items()]
+        now = int(time.monotonic() * 1000) if now_ms is None else now_ms
+        reconciled = self._update_member(group, member, updated, owned, now)
+        self._schedule_session_timeout(group.group_id, member_id, join.session_timeout_ms)
+        self._schedule(
+            ("cg-sync", group.group_id, member_id),
+            join.rebalance_timeout_ms,
+            lambda: self._expire_classic(
+                group.group_id, member_id, "did not sync within the rebalance timeout"
+            ),
+        )
+        return JoinResult(
+            ErrorCode.NONE,
+            member_id,
+            reconciled.member_epoch,
+            PROTOCOL_TYPE,
+            join.protocols[0][0],
+            leader="",
+        )
+
+    def _classic_static_member(
+        self, group: ConsumerGroup, member_id: str, join: ClassicJoin
+    ) -> ConsumerMember:
+        instance_id = join.instance_id
+        assert instance_id is not None
+        existing_id = group.static_members.get(instance_id)
+        existing = group.members.get(existing_id) if existing_id is not None else None
+        if not join.member_id:
+            if existing is None:
+                return ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1)
+            # A classic static member rejoining without its id replaces the old one.
+            target = group.target.get(existing.member_id, {})
+            self._cancel_member_timers(group.group_id, existing.member_id)
+            group.remove_member(existing.member_id)
+            group.target[member_id] = target
+            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        if existing is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "")
+        return existing
+
+    def _supports_classic_protocols(
+        self, group: ConsumerGroup, protocol_type: str, names: Sequence[str]
+    ) -> bool:
+        """ConsumerGroup.supportsClassicProtocols: the consumer protocol type, and one
+        protocol every classic member already in the group supports."""
+        if protocol_type != PROTOCOL_TYPE or not names:
+            return False
+        classic = [m.classic for m in group.members.values() if m.classic is not None]
+        return not classic or any(all(name in {n for n, _ in c.protocols} for c in classic) for name in names)
+
+    def _classic_member(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None
+    ) -> ConsumerMember:
+        """validateConsumerGroupMember plus throwIfMemberDoesNotUseClassicProtocol."""
+        if instance_id is not None:
+            existing_id = group.static_members.get(instance_id)
+            member = group.members.get(existing_id) if existing_id is not None else None
+            if member is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
+            if member.member_id != member_id:
+                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "")
+        else:
+            found = group.members.get(member_id)
+            if found is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
+            member = found
+        if member.classic is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
+        return member
+
+    def classic_sync(
+        self,
+        group: ConsumerGroup,
+        member_id: str,
+        instance_id: str | None,
+        generation_id: int,
+        protocol_type: str | None,
+        protocol_name: str | None,
+    ) -> SyncResult:
+        """SyncGroup of a classic member: its assigned partitions (not those it is still
+        to revoke), encoded at its protocol version; REBALANCE_IN_PROGRESS when a newer
+        group epoch needs it to join again first."""
+        try:
+            member = self._classic_member(group, member_id, instance_id)
+            if member.member_epoch != generation_id:
+                raise HeartbeatError(ErrorCode.ILLEGAL_GENERATION, "")
+            assert member.classic is not None
+            name, metadata = member.classic.protocols[0]
+            if (protocol_type is not None and protocol_type != PROTOCOL_TYPE) or (
+                protocol_name is not None and protocol_name != name
+            ):
+                raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+            if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
+                raise HeartbeatError(ErrorCode.REBALANCE_IN_PROGRESS, "")
+        except HeartbeatError as error:
+            return SyncResult(error.code)
+        self._cancel(("cg-sync", group.group_id, member.member_id))
+        self._schedule_session_timeout(group.group_id, member.member_id, member.classic.session_timeout_ms)
+        assignment = encode_assignment(names_of(self.cluster, member.assigned), version_of(metadata))
+        return SyncResult(ErrorCode.NONE, PROTOCOL_TYPE, protocol_name or name, assignment)
+
+    def classic_heartbeat(
+        self, group: ConsumerGroup, member_id: str, instance_id: str | None, generation_id: int
+    ) -> int:
+        """Heartbeat of a classic member: REBALANCE_IN_PROGRESS while it is behind the
+        group epoch, has partitions to give up, or waits for partitions now released."""
+        try:
+            member = self._classic_member(group, member_id, instance_id)
+        except HeartbeatError as error:
+            return error.code
+        if member.member_epoch != generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        assert member.classic is not None
+        self._schedule_session_timeout(group.group_id, member.member_id, member.classic.session_timeout_ms)
+        if (
+            member.member_epoch < group.group_epoch
+            or member.state == UNREVOKED_PARTITIONS
+            or (member.state == UNRELEASED_PARTITIONS and not self._waiting_on_unreleased(group, member))
+        ):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    @staticmethod
+    def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
+        target = group.target.get(member.member_id, {})
+        return any(
+            p not in member.assigned.get(topic_id, ()) and group.current_partition_epoch(topic_id, p) != -1
+            for topic_id, partitions in target.items()
+            for p in partitions
+        )
+
+    def classic_leave(self, group: ConsumerGroup, members: Sequence[tuple[str, str | None]]) -> list[int]:
+        """LeaveGroup in a consumer group (classic members, or an admin removing any
+        member): one error per identity; those found leave together, one epoch bump."""
+        errors: list[int] = []
+        leaving: list[ConsumerMember] = []
+        for member_id, instance_id in members:
+            if instance_id is None:
+                found = group.members.get(member_id)
+            else:
+                existing_id = group.static_members.get(instance_id)
+                found = group.members.get(existing_id) if existing_id is not None else None
+                if found is not None and member_id and found.member_id != member_id:
+                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
+                    continue
+            if found is None:
+                errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                continue
+            errors.append(ErrorCode.NONE)
+            if found not in leaving:
+                leaving.append(found)
+        self.fence_members(group, leaving)
+        return errors
+
+    def _expire_classic(self, group_id: str, member_id: str, why: str) -> None:
+        group = self.groups.get(group_id)
+        member = group.members.get(member_id) if group is not None else None
+        if group is not None and member is not None:
+            log.info("group %s: classic member %s fenced: it %s", group_id, member_id, why)
+            self.fence_member(group, member)
 
     # -- metadata and assignment --------------------------------------------------------
     def _refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
@@ -637,10 +908,12 @@ class ConsumerGroupManager:
         group.assignment_epoch = group.group_epoch
 
     # -- timers ------------------------------------------------------------------------
-    def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
+    def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+        """A consumer-protocol member's session is the group's; a classic member's the
+        one its JoinGroup asked for."""
         self._schedule(
             ("cg-session", group_id, member_id),
-            self.session_timeout_ms(group_id),
+            self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms,
             lambda: self._expire_session(group_id, member_id),
         )
 
@@ -671,8 +944,8 @@ class ConsumerGroupManager:
         self._schedule(key, member.rebalance_timeout_ms, expire)
 
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
-        self._cancel(("cg-session", group_id, member_id))
-        self._cancel(("cg-rebalance", group_id, member_id))
+        for kind in ("cg-session", "cg-rebalance", "cg-sync"):
+            self._cancel((kind, group_id, member_id))
 
     # -- offsets ----------------------------------------------------------------------
     def validate_offset_commit(
@@ -688,6 +961,8 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if member.classic is not None:  # the classic protocol's generation is the member epoch
+            return ErrorCode.NONE if member_epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
         if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
@@ -699,10 +974,21 @@ class ConsumerGroupManager:
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if member_epoch != member.member_epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return (
+                ErrorCode.ILLEGAL_GENERATION if member.classic is not None else ErrorCode.STALE_MEMBER_EPOCH
+            )
         return ErrorCode.NONE
 
     # -- admin ------------------------------------------------------------------------
+    def adopt(self, group: ConsumerGroup) -> None:
+        """Takes over a group converted from a classic one: its classic members' sessions
+        run on from now, with the timeouts their JoinGroup asked for."""
+        self.groups[group.group_id] = group
+        group.subscription_metadata = self._subscription_metadata(group)
+        for member in group.members.values():
+            timeout = member.classic.session_timeout_ms if member.classic is not None else None
+            self._schedule_session_timeout(group.group_id, member.member_id, timeout)
+
     def delete(self, group_id: str) -> None:
         group = self.groups.pop(group_id)
         for member_id in list(group.members):
@@ -750,6 +1036,11 @@ class ConsumerGroupManager:
                 for m in group.members.values()
             ],
         }
+
+
+def _new_member_id() -> str:
+    """Kafka's Uuid.randomUuid().toString(): 16 random bytes in URL-safe base64."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
 def _or(value: str | None, current: str | None) -> str | None:

@@ -43,13 +43,17 @@ from broker.state.classic_groups import (
 )
 from broker.state.cluster import ClusterState
 from broker.state.consumer_groups import GROUP_TYPE as CONSUMER_GROUP_TYPE
-from broker.state.consumer_groups import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from broker.state.consumer_groups import (
+    ClassicJoin,
+    ConsumerGroup,
     ConsumerGroupManager,
+    ConsumerMember,
     HeartbeatError,
     HeartbeatRequest,
     HeartbeatResult,
 )
+from broker.state.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from broker.state.group_migration import can_downgrade, to_classic_group, to_consumer_group
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
 
@@ -119,6 +123,7 @@ class GroupCoordinator:
         self._timers: dict[tuple[str, ...], asyncio.TimerHandle] = {}
         # KIP-848 groups share the group id namespace, the offsets and the timers.
         self.consumer = ConsumerGroupManager(cluster, self._schedule, self._cancel)
+        self.consumer.downgrade = self._downgrade
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
     @property
@@ -221,6 +226,24 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.INVALID_GROUP_ID, member_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:  # a classic member in a consumer group: answered at once
+                return self.consumer.classic_join(
+                    consumer_group,
+                    ClassicJoin(
+                        member_id,
+                        group_instance_id,
+                        protocol_type,
+                        [(name, bytes(metadata)) for name, metadata in protocols],
+                        session_timeout_ms,
+                        rebalance_timeout_ms,
+                        client_id,
+                        client_host,
+                        require_known_member_id,
+                    ),
+                )
+            self.consumer.delete(group_id)  # an empty consumer group becomes a classic one
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         request = _JoinRequest(
             group_id,
@@ -592,6 +615,11 @@ class GroupCoordinator:
         """SyncGroup; followers wait for the leader's assignments during CompletingRebalance."""
         if not group_id:
             return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.classic_sync(
+                consumer_group, member_id, group_instance_id, generation_id, protocol_type, protocol_name
+            )
         group = self.groups.get(group_id)
         if group is None or group.state == EMPTY:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -639,6 +667,11 @@ class GroupCoordinator:
         """Heartbeat's error code; REBALANCE_IN_PROGRESS tells the member to rejoin."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self.consumer.classic_heartbeat(
+                consumer_group, member_id, group_instance_id, generation_id
+            )
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -658,6 +691,9 @@ class GroupCoordinator:
         """(top-level error, one error per (member_id, group_instance_id) leaving)."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return ErrorCode.NONE, self.consumer.classic_leave(consumer_group, members)
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.NONE, [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
@@ -828,18 +864,67 @@ class GroupCoordinator:
 
     # -- ConsumerGroupHeartbeat (KIP-848) ---------------------------------------------------
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
-        """A consumer-protocol heartbeat; an empty classic group of the same id (one that
-        only holds committed offsets) becomes a consumer group, keeping its offsets."""
+        """A consumer-protocol heartbeat; joining a classic group of the same id upgrades it."""
         classic = self.groups.get(request.group_id)
         if classic is not None and classic.state != DEAD:
-            if request.member_epoch != 0 or classic.members:
+            if request.member_epoch != 0:
                 raise HeartbeatError(
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
                 )
-            for key in [key for key in self._timers if key[1] == request.group_id]:
-                self._cancel(key)
-            del self.groups[request.group_id]
+            self._upgrade(classic)
         return self.consumer.heartbeat(request)
+
+    def _upgrade(self, classic: ClassicGroup) -> None:
+        """A consumer-protocol member joins a classic group: an empty one (committed
+        offsets only) is replaced whatever the policy; a non-empty one becomes a consumer
+        group whose classic members keep their partitions and learn of the new epoch at
+        their next Heartbeat (REBALANCE_IN_PROGRESS). Offsets stay either way."""
+        group_id = classic.group_id
+        migrated = (
+            to_consumer_group(
+                classic,
+                self.cluster,
+                self.cluster.config.get_str("group.consumer.migration.policy"),
+                self.cluster.config.get_int("group.consumer.max.size"),
+            )
+            if classic.members
+            else None
+        )
+        for member in classic.members.values():
+            classic.complete_join(member, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+            classic.complete_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        for key in [key for key in self._timers if key[1] == group_id]:
+            self._cancel(key)
+        del self.groups[group_id]
+        if migrated is not None:
+            log.info(
+                "group %s: upgraded from classic to consumer at epoch %d", group_id, migrated.group_epoch
+            )
+            self.consumer.adopt(migrated)
+
+    def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerMember]) -> bool:
+        """The last consumer-protocol member leaves a group of classic members: it
+        becomes a classic group that rebalances at once (its members rejoin on their
+        next Heartbeat and the leader assigns, as classic groups do)."""
+        if not can_downgrade(
+            group,
+            leaving,
+            self.cluster.config.get_str("group.consumer.migration.policy"),
+            self.cluster.config.get_int("group.max.size"),
+        ):
+            return False
+        classic = to_classic_group(group, leaving, self.cluster)
+        self.consumer.delete(group.group_id)
+        self.groups[group.group_id] = classic
+        log.info(
+            "group %s: downgraded from consumer to classic at generation %d",
+            group.group_id,
+            classic.generation_id,
+        )
+        for member in classic.members.values():
+            self._reschedule_heartbeat(classic, member)
+        self._prepare_rebalance(classic)
+        return True
 
     def group_exists(self, group_id: str) -> bool:
         """A classic group that is not Dead, or a consumer-protocol group."""
