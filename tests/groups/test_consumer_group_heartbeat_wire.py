@@ -5,13 +5,15 @@ unsupported assignors, bad regexes, released and unreleased static instance ids)
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
-from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.consumer import JoinGroupRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from broker import MockCluster
 from broker.harness.wire import round_trip
@@ -272,7 +274,13 @@ def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire
         member.member_type,
     ) == ("a", "i", "r1", 1, 1)
     assert [(t.topic_name, t.partitions) for t in member.assignment.topic_partitions] == [("t", [0, 1])]
-    assert group.authorized_operations == {3, 6, 8, 10, 11}  # READ DELETE DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
+    assert group.authorized_operations == {
+        3,
+        6,
+        8,
+        10,
+        11,
+    }  # READ DELETE DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS
     assert (missing.error_code, missing.error_message) == (
         ErrorCode.GROUP_ID_NOT_FOUND,
         "Group nope not found.",
@@ -289,3 +297,99 @@ def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire
         ("g", "consumer", "Stable", "consumer")
     ]
     assert wire(ListGroupsRequest[5](states_filter=[], types_filter=["classic"])).groups == []
+
+
+def test_a_member_that_never_revokes_is_fenced_after_its_rebalance_timeout(
+    cluster: MockCluster, wire: Wire
+) -> None:
+    topic_id = cluster.state.topics["t"].topic_id
+    wire.heartbeat(
+        member_id="slow",
+        member_epoch=0,
+        rebalance_timeout_ms=200,
+        subscribed_topic_names=["t"],
+        topic_partitions=[],
+    )
+    wire.join("b")
+    # slow is asked to give one partition up and keeps reporting both.
+    owned = [Owned(topic_id=topic_id, partitions=[0, 1])]
+    assert wire.heartbeat(member_id="slow", member_epoch=1, topic_partitions=owned).member_epoch == 1
+    group = cluster.groups.consumer.groups["g"]
+    deadline = time.monotonic() + 10
+    while "slow" in cluster.on_loop(lambda: list(group.members)):
+        assert time.monotonic() < deadline, "not fenced"
+        time.sleep(0.05)
+    fenced = wire.heartbeat(member_id="slow", member_epoch=1, topic_partitions=owned)
+    assert fenced.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert partitions(wire.heartbeat(member_id="b", member_epoch=2)) == {topic_id: [0, 1]}
+
+
+def test_new_partitions_and_deleted_topics_change_the_assignment(cluster: MockCluster, wire: Wire) -> None:
+    cluster.create_topic("u", 1)
+    ids = {name: cluster.state.topics[name].topic_id for name in ("t", "u")}
+    first = wire.join("a", topics=["t", "u"])
+    assert partitions(first) == {ids["t"]: [0, 1], ids["u"]: [0]}
+    cluster.on_loop(lambda: cluster.state.create_partitions("t", 3))
+    grown = wire.heartbeat(member_id="a", member_epoch=1)
+    assert (grown.member_epoch, partitions(grown)) == (2, {ids["t"]: [0, 1, 2], ids["u"]: [0]})
+    cluster.on_loop(lambda: cluster.state.delete_topic("u"))
+    shrunk = wire.heartbeat(member_id="a", member_epoch=2)
+    # The deleted topic's partition is revoked first (the member has not said it let go).
+    assert (shrunk.member_epoch, partitions(shrunk)) == (2, {ids["t"]: [0, 1, 2]})
+    owned = [Owned(topic_id=ids["t"], partitions=[0, 1, 2])]
+    assert wire.heartbeat(member_id="a", member_epoch=2, topic_partitions=owned).member_epoch == 3
+
+
+def test_the_range_assignor_is_chosen_by_the_members(cluster: MockCluster, wire: Wire) -> None:
+    wire.join("a", server_assignor="range")
+    wire.join("b", server_assignor="range")
+    described = wire(ConsumerGroupDescribeRequest[1](group_ids=["g"], include_authorized_operations=False))
+    assert described.groups[0].assignor_name == "range"
+    group = cluster.groups.consumer.groups["g"]
+    assert {
+        member: sorted(p for ps in target.values() for p in ps) for member, target in group.target.items()
+    } == {
+        "a": [0],
+        "b": [1],
+    }
+
+
+def classic_member(wire: Wire, protocol_type: str = "consumer") -> Any:
+    """A classic member (JoinGroup v3 parks until the group forms, then SyncGroup)."""
+    subscription = ConsumerProtocolSubscription(version=0, topics=["t"], user_data=None)
+    joined = wire(
+        JoinGroupRequest[3](
+            group_id="g",
+            session_timeout_ms=10_000,
+            rebalance_timeout_ms=10_000,
+            member_id="",
+            protocol_type=protocol_type,
+            protocols=[
+                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=bytes(subscription.encode()))
+            ],
+        )
+    )
+    assert joined.error_code == ErrorCode.NONE
+    return joined
+
+
+@pytest.mark.parametrize(
+    ("config", "protocol_type", "why"),
+    [
+        ({"group.consumer.migration.policy": "downgrade"}, "consumer", "online upgrade is disabled"),
+        ({}, "connect", "the group does not use the consumer embedded protocol"),
+    ],
+)
+def test_classic_groups_that_cannot_be_upgraded(config: dict[str, str], protocol_type: str, why: str) -> None:
+    with MockCluster(
+        brokers=1, config={**CONFIG, "group.initial.rebalance.delay.ms": "0", **config}
+    ) as running:
+        running.create_topic("t", 2)
+        wire = Wire(running)
+        classic_member(wire, protocol_type)
+        refused = wire.join("modern")
+        assert (refused.error_code, refused.error_message) == (
+            ErrorCode.GROUP_ID_NOT_FOUND,
+            f"Cannot upgrade classic group g to consumer group because {why}.",
+        )
+        assert "g" in running.groups.groups and "g" not in running.groups.consumer.groups

@@ -304,3 +304,19 @@ def test_empty_classic_group_becomes_a_consumer_group_and_keeps_its_offsets(clus
         assert "upgrading" in cluster.groups.consumer.groups and "upgrading" not in cluster.groups.groups
     finally:
         modern.close()
+
+
+def test_group_remote_assignor_picks_the_range_assignor(cluster: MockCluster) -> None:
+    cluster.create_topic("ranged", 4)
+    members = [consumer(cluster, "ranged", **{"group.remote.assignor": "range"}) for _ in range(2)]
+    try:
+        for member in members:
+            member.subscribe(["ranged"])
+        poll_until(members, lambda: [len(owned(m)) for m in members] == [2, 2], "a 2/2 split")
+        # Range gives contiguous partitions, in member id order.
+        assert sorted(sorted(p for _, p in owned(m)) for m in members) == [[0, 1], [2, 3]]
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        assert admin.describe_consumer_groups(["ranged"])["ranged"].result(10).partition_assignor == "range"
+    finally:
+        for member in members:
+            member.close()
