@@ -269,6 +269,18 @@ def _list_groups(access: Access, ctx: RequestContext, request: Any, call: Handle
     )
 
 
+def _consumer_group_heartbeat(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """READ on the group, then DESCRIBE on every subscribed topic name (KafkaApis: members
+    may not learn of topics they cannot see); regex subscriptions are not checked here."""
+    if not access.allows(Operation.READ, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if request.subscribed_topic_names and not all(
+        access.allows(Operation.DESCRIBE, TOPIC, name) for name in set(request.subscribed_topic_names)
+    ):
+        return error_response(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return call(ctx, request)
+
+
 def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
     if access.allows_cluster(Operation.CREATE):
         return call(ctx, request)
@@ -382,7 +394,7 @@ CHECKS: dict[int, Check] = {
     ApiKey.DESCRIBE_GROUPS: per_group(Operation.DESCRIBE),
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: on_group(Operation.READ),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
     ApiKey.CREATE_TOPICS: _create_topics,
     ApiKey.DELETE_TOPICS: per_topic(Operation.DELETE),

@@ -393,3 +393,15 @@ def test_classic_groups_that_cannot_be_upgraded(config: dict[str, str], protocol
             f"Cannot upgrade classic group g to consumer group because {why}.",
         )
         assert "g" in running.groups.groups and "g" not in running.groups.consumer.groups
+
+
+def test_heartbeats_need_read_on_the_group_and_describe_on_the_topics() -> None:
+    secured = {**CONFIG, "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=secured) as running:
+        running.create_topic("t", 1)
+        wire = Wire(running)
+        assert wire.join("a").error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        running.acls.add("User:ANONYMOUS", "READ", "GROUP", "g")
+        assert wire.join("a").error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        running.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "t")
+        assert wire.join("a").error_code == ErrorCode.NONE
