@@ -48,6 +48,24 @@ class JoinMember:
 
 
 @dataclass(slots=True)
+class JoinRequest:
+    """A JoinGroup (`require_known_member_id` is v4+, KIP-394; `supports_skip_assignment`
+    v9+, KIP-814)."""
+
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str = ""
+    client_host: str = ""
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+
+
+@dataclass(slots=True)
 class JoinResult:
     error: int
     member_id: str = ""

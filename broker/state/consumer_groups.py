@@ -25,7 +25,7 @@ from typing import Any
 
 from broker.config.group_configs import effective
 from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
-from broker.state.classic_groups import JoinResult, SyncResult
+from broker.state.classic_groups import JoinRequest, JoinResult, SyncResult
 from broker.state.cluster import ClusterState
 from broker.state.consumer_protocol import (
     PROTOCOL_TYPE,
@@ -134,21 +134,6 @@ class HeartbeatResult:
     member_epoch: int
     heartbeat_interval_ms: int
     assignment: Assignment | None = None
-
-
-@dataclass(slots=True)
-class ClassicJoin:
-    """A classic JoinGroup, as a consumer group serves it."""
-
-    member_id: str
-    instance_id: str | None
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    client_id: str = ""
-    client_host: str = ""
-    require_known_member_id: bool = True
 
 
 class ConsumerGroup:
@@ -622,7 +607,7 @@ class ConsumerGroupManager:
         group.subscription_metadata = self._subscription_metadata(group)
 
     # -- classic-protocol members (KIP-848's online migration) ----------------------------
-    def classic_join(self, group: ConsumerGroup, join: ClassicJoin, now_ms: int | None = None) -> JoinResult:
+    def classic_join(self, group: ConsumerGroup, join: JoinRequest, now_ms: int | None = None) -> JoinResult:
         """classicGroupJoinToConsumerGroup: a JoinGroup answered at once; the broker's
         assignor decides, the member's generation is its member epoch, and what it must
         give up it learns from SyncGroup (and Heartbeat's REBALANCE_IN_PROGRESS)."""
@@ -635,7 +620,7 @@ class ConsumerGroupManager:
             )
 
     def _classic_join(
-        self, group: ConsumerGroup, join: ClassicJoin, member_id: str, now_ms: int | None
+        self, group: ConsumerGroup, join: JoinRequest, member_id: str, now_ms: int | None
     ) -> JoinResult:
         max_size = self._config_int("group.consumer.max.size")
         if len(group.members) >= max_size and member_id not in group.members:
@@ -646,9 +631,9 @@ class ConsumerGroupManager:
             raise HeartbeatError(
                 ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported."
             )
-        if join.require_known_member_id and not join.member_id and join.instance_id is None:
+        if join.require_known_member_id and not join.member_id and join.group_instance_id is None:
             raise HeartbeatError(ErrorCode.MEMBER_ID_REQUIRED, "")
-        if join.instance_id is None:
+        if join.group_instance_id is None:
             member = group.members.get(member_id) or ConsumerMember(member_id, previous_member_epoch=-1)
         else:
             member = self._classic_static_member(group, member_id, join)
@@ -658,7 +643,7 @@ class ConsumerGroupManager:
             raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)) from None
         updated = dataclasses.replace(
             member,
-            instance_id=_or(join.instance_id, member.instance_id),
+            instance_id=_or(join.group_instance_id, member.instance_id),
             rack_id=_or(subscription.rack_id, member.rack_id),
             rebalance_timeout_ms=join.rebalance_timeout_ms,
             subscribed_topic_names=tuple(sorted(set(subscription.topics))),
@@ -688,9 +673,9 @@ class ConsumerGroupManager:
         )
 
     def _classic_static_member(
-        self, group: ConsumerGroup, member_id: str, join: ClassicJoin
+        self, group: ConsumerGroup, member_id: str, join: JoinRequest
     ) -> ConsumerMember:
-        instance_id = join.instance_id
+        instance_id = join.group_instance_id
         assert instance_id is not None
         existing_id = group.static_members.get(instance_id)
         existing = group.members.get(existing_id) if existing_id is not None else None

@@ -34,17 +34,16 @@ from broker.state.classic_groups import (
     STABLE,
     ClassicGroup,
     GroupDescription,
+    JoinRequest,
     JoinResult,
     Member,
     MemberDescription,
-    Protocols,
     SyncResult,
     _complete,
 )
 from broker.state.cluster import ClusterState
 from broker.state.consumer_groups import GROUP_TYPE as CONSUMER_GROUP_TYPE
 from broker.state.consumer_groups import (
-    ClassicJoin,
     ConsumerGroup,
     ConsumerGroupManager,
     ConsumerMember,
@@ -226,26 +225,7 @@ class GroupCoordinator:
             return JoinResult(ErrorCode.INVALID_GROUP_ID, member_id)
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, member_id)
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            if consumer_group.members:  # a classic member in a consumer group: answered at once
-                return self.consumer.classic_join(
-                    consumer_group,
-                    ClassicJoin(
-                        member_id,
-                        group_instance_id,
-                        protocol_type,
-                        [(name, bytes(metadata)) for name, metadata in protocols],
-                        session_timeout_ms,
-                        rebalance_timeout_ms,
-                        client_id,
-                        client_host,
-                        require_known_member_id,
-                    ),
-                )
-            self.consumer.delete(group_id)  # an empty consumer group becomes a classic one
-        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
-        request = _JoinRequest(
+        request = JoinRequest(
             group_id,
             member_id,
             group_instance_id,
@@ -258,10 +238,16 @@ class GroupCoordinator:
             require_known_member_id,
             supports_skip_assignment,
         )
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:  # a classic member in a consumer group: answered at once
+                return self.consumer.classic_join(consumer_group, request)
+            self.consumer.delete(group_id)  # an empty consumer group becomes a classic one
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         self._join(request, future)
         return await future
 
-    def _join(self, request: _JoinRequest, future: asyncio.Future[JoinResult]) -> None:
+    def _join(self, request: JoinRequest, future: asyncio.Future[JoinResult]) -> None:
         is_unknown = request.member_id == ""
         group = self.groups.get(request.group_id)
         if group is None:
@@ -288,7 +274,7 @@ class GroupCoordinator:
         return existing is not None or len(group.members) < max_size
 
     def _join_new_member(
-        self, group: ClassicGroup, request: _JoinRequest, future: asyncio.Future[JoinResult]
+        self, group: ClassicGroup, request: JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
         if group.state == DEAD:
             _complete(future, JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, ""))
@@ -318,7 +304,7 @@ class GroupCoordinator:
             self._add_member_and_rebalance(group, request, new_member_id, future)
 
     def _join_existing_member(
-        self, group: ClassicGroup, request: _JoinRequest, future: asyncio.Future[JoinResult]
+        self, group: ClassicGroup, request: JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
         member_id = request.member_id
         if group.state == DEAD:
@@ -372,7 +358,7 @@ class GroupCoordinator:
         )
 
     def _add_member_and_rebalance(
-        self, group: ClassicGroup, request: _JoinRequest, member_id: str, future: asyncio.Future[JoinResult]
+        self, group: ClassicGroup, request: JoinRequest, member_id: str, future: asyncio.Future[JoinResult]
     ) -> None:
         member = Member(
             member_id,
@@ -392,7 +378,7 @@ class GroupCoordinator:
         self._maybe_prepare_rebalance_or_complete_join(group)
 
     def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: Member, request: _JoinRequest, future: asyncio.Future[JoinResult]
+        self, group: ClassicGroup, member: Member, request: JoinRequest, future: asyncio.Future[JoinResult]
     ) -> None:
         group.update_member(
             member, request.protocols, request.rebalance_timeout_ms, request.session_timeout_ms, future
@@ -402,7 +388,7 @@ class GroupCoordinator:
     def _update_static_member(
         self,
         group: ClassicGroup,
-        request: _JoinRequest,
+        request: JoinRequest,
         old_member_id: str,
         new_member_id: str,
         future: asyncio.Future[JoinResult],
@@ -1056,18 +1042,3 @@ class GroupCoordinator:
 
 def _inconsistent(requested: str | None, current: str | None) -> bool:
     return requested is not None and current is not None and requested != current
-
-
-@dataclass(slots=True)
-class _JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str
-    protocols: Protocols
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    client_id: str
-    client_host: str
-    require_known_member_id: bool
-    supports_skip_assignment: bool
