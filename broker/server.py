@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from broker.config.broker_config import BrokerConfig, Endpoint
 from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import Connection
+from broker.handlers import enabled_handlers
 from broker.pipeline import RequestPipeline, sasl_state_gate
 from broker.request_metrics import ThrottleTimeStats
 from broker.security.authorization import AuthorizationStage
@@ -98,7 +99,9 @@ class BrokerServer:
         self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
         # Every request goes through the pipeline; harnesses add their interceptors and
         # observers to it (see MockCluster).
-        self.pipeline = RequestPipeline(self)
+        self.pipeline = RequestPipeline(
+            self, enabled_handlers(self.config.get_str("group.coordinator.rebalance.protocols"))
+        )
         if authorizer.enabled:  # first in line, before any harness interceptor
             self.pipeline.add_interceptor(AuthorizationStage(authorizer))
         self.advertised_apis = self.pipeline.advertised_apis

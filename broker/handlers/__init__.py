@@ -118,3 +118,14 @@ HANDLERS: dict[int, HandlerSpec] = {
         consumer_group_describe,
     )
 }
+# KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes
+# "consumer" (Kafka's ApiVersionManager leaves them out otherwise).
+CONSUMER_PROTOCOL_APIS = frozenset({consumer_group_heartbeat.API_KEY, consumer_group_describe.API_KEY})
+
+
+def enabled_handlers(rebalance_protocols: str) -> dict[int, HandlerSpec]:
+    """The handlers a broker serves and advertises, given its rebalance protocols."""
+    protocols = {p.strip().lower() for p in rebalance_protocols.split(",")}
+    if "consumer" in protocols:
+        return HANDLERS
+    return {key: spec for key, spec in HANDLERS.items() if key not in CONSUMER_PROTOCOL_APIS}

@@ -405,3 +405,12 @@ def test_heartbeats_need_read_on_the_group_and_describe_on_the_topics() -> None:
         assert wire.join("a").error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         running.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "t")
         assert wire.join("a").error_code == ErrorCode.NONE
+
+
+def test_without_the_consumer_protocol_the_apis_are_neither_advertised_nor_served() -> None:
+    with MockCluster(brokers=1, config={"group.coordinator.rebalance.protocols": "classic"}) as running:
+        advertised = running.brokers[0].advertised_apis
+        assert 68 not in advertised and 69 not in advertised and 11 in advertised
+        wire = Wire(running)
+        with pytest.raises(ConnectionError):  # an API not enabled closes the connection, as in Kafka
+            wire.join("a")
