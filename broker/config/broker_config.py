@@ -188,6 +188,18 @@ READ_ONLY: frozenset[str] = frozenset(
         "record.requests.max",
         "record.file",
         "conformance.report.file",
+        # the group coordinator's (GroupCoordinatorConfig): static in Kafka
+        "group.coordinator.rebalance.protocols",
+        "group.consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+        "group.consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+        "group.consumer.max.size",
+        "group.consumer.assignors",
+        "group.consumer.regex.refresh.interval.ms",
+        "group.consumer.migration.policy",
     }
 )
 READ_ONLY_PREFIX = "ssl."

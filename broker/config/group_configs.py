@@ -12,6 +12,13 @@ from broker.config.broker_config import BrokerConfig, BrokerConfigView
 BrokerConfigs = BrokerConfig | BrokerConfigView
 
 GROUP = 32  # ConfigResource.Type.GROUP
+ASSIGNOR_NAMES = ("uniform", "range")
+# group.consumer.assignors takes Kafka's class names as well as the short names.
+ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 SOURCE_GROUP = 8  # DescribeConfigs' GROUP_CONFIG source
 
 
@@ -87,4 +94,41 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
             return f"{name} must be less than or equal to {high}"
     if session <= heartbeat:
         return "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
+    return None
+
+
+def assignor_names(value: str) -> list[str]:
+    """group.consumer.assignors as short names, in order (the first is the default)."""
+    return [ASSIGNOR_CLASSES.get(n.strip(), n.strip()) for n in value.split(",") if n.strip()]
+
+
+def coordinator_config_error(broker: BrokerConfigs) -> str | None:
+    """What Kafka's GroupCoordinatorConfig refuses at start-up: unknown or repeated
+    assignors, an unknown migration policy, intervals outside their bounds."""
+    raw = broker.get_str("group.consumer.assignors")
+    names = assignor_names(raw)
+    unknown = [n for n in names if n not in ASSIGNOR_NAMES]
+    if not names or unknown or len(set(names)) != len(names):
+        why = f"Class {unknown[0]} cannot be found" if unknown else "Empty or duplicate assignors"
+        return f"Invalid value {raw} for configuration group.consumer.assignors: {why}"
+    policy = broker.get_str("group.consumer.migration.policy")
+    if policy.strip().lower() not in MIGRATION_POLICIES:
+        return (
+            f"Invalid value {policy} for configuration group.consumer.migration.policy: "
+            f"String must be one of (case insensitive): {', '.join(p.upper() for p in MIGRATION_POLICIES)}"
+        )
+    for kind in ("heartbeat.interval", "session.timeout"):
+        value, low, high = (
+            broker.get_int(f"group.consumer.{prefix}{kind}.ms") for prefix in ("", "min.", "max.")
+        )
+        if high < low:
+            return f"group.consumer.max.{kind}.ms must be greater than or equal to group.consumer.min.{kind}.ms"
+        if not low <= value <= high:
+            return (
+                f"group.consumer.{kind}.ms must be greater than or equal to group.consumer.min.{kind}.ms"
+                if value < low
+                else f"group.consumer.{kind}.ms must be less than or equal to group.consumer.max.{kind}.ms"
+            )
+    if broker.get_int("group.consumer.heartbeat.interval.ms") >= broker.get_int("group.consumer.session.timeout.ms"):
+        return "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
     return None

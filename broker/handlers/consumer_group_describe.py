@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.security.acls import ResourceType
+from broker.security.acls import Operation, ResourceType
 from broker.state.consumer_groups import ConsumerGroup
 from messages.kip848 import ConsumerGroupDescribeResponse
 from protocol.api_keys import ApiKey
@@ -48,6 +48,20 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
             else f"Group {group_id} not found."
         )
         return _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    topics = {
+        name
+        for member in group.members.values()
+        for assignment in (member.assigned, group.target.get(member.member_id, {}))
+        for _, name, _ in groups.consumer.assignment_rows(assignment)
+    }
+    if not all(authorizer.authorize(principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t) for t in topics):
+        # KafkaApis: a group whose assignments name topics the caller may not describe
+        return _failed(
+            group_id,
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            "The group has described topic(s) that the client is not authorized to describe.",
+        )
     operations = (
         ctx.broker.authorizer.authorized_operations(
             ctx.connection.principal, ctx.connection.peer[0], ResourceType.GROUP, group_id
@@ -70,7 +84,7 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
 
 def _member(ctx: RequestContext, group: ConsumerGroup, member_id: str) -> Any:
     member = group.members[member_id]
-    names_of = ctx.groups.consumer.names_of
+    rows = ctx.groups.consumer.assignment_rows
     return Member(
         member_id=member.member_id,
         instance_id=member.instance_id,
@@ -83,13 +97,13 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member_id: str) -> Any:
         assignment=Assignment(
             topic_partitions=[
                 TopicPartitions(topic_id=t, topic_name=name, partitions=ps)
-                for t, name, ps in names_of(member.assigned)
+                for t, name, ps in rows(member.assigned)
             ]
         ),
         target_assignment=Assignment(
             topic_partitions=[
                 TopicPartitions(topic_id=t, topic_name=name, partitions=ps)
-                for t, name, ps in names_of(group.target.get(member_id, {}))
+                for t, name, ps in rows(group.target.get(member_id, {}))
             ]
         ),
         member_type=CLASSIC_MEMBER if member.classic is not None else CONSUMER_MEMBER,

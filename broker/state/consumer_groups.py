@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import logging
 import re
 import time
@@ -23,8 +24,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.config.group_configs import effective
-from broker.state.assignors import ASSIGNORS, CLASS_NAMES, MemberSpec, TopicSpec
+from broker.config.group_configs import assignor_names, effective
+from broker.state.assignors import ASSIGNORS, MemberSpec, TopicSpec
 from broker.state.classic_groups import JoinRequest, JoinResult, SyncResult
 from broker.state.cluster import ClusterState
 from broker.state.consumer_protocol import (
@@ -36,6 +37,7 @@ from broker.state.consumer_protocol import (
     names_of,
     version_of,
 )
+from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("broker.groups")
@@ -59,8 +61,6 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1
 
 Assignment = dict[uuid.UUID, frozenset[int]]
-Schedule = Callable[[tuple[str, ...], int, Callable[[], None]], None]
-Cancel = Callable[[tuple[str, ...]], None]
 
 
 class HeartbeatError(Exception):
@@ -154,7 +154,6 @@ class ConsumerGroup:
         self.resolved_regexes: dict[str, frozenset[str]] = {}
         self.regexes_resolved_ms: int | None = None
         self.regexes_topic_version = 0
-        self.created_ms = int(time.time() * 1000)
 
     # -- queries ------------------------------------------------------------------
     @property
@@ -166,6 +165,10 @@ class ConsumerGroup:
         if all(m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
             return STABLE
         return RECONCILING
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        member_id = self.static_members.get(instance_id)
+        return self.members.get(member_id) if member_id is not None else None
 
     def current_partition_epoch(self, topic_id: uuid.UUID, partition: int) -> int:
         return self.partition_epochs.get((topic_id, partition), -1)
@@ -312,17 +315,19 @@ def _is_subset(owned: Sequence[tuple[uuid.UUID, Sequence[int]]] | None, assigned
 class ConsumerGroupManager:
     """All consumer-protocol groups of the cluster; the GroupCoordinator delegates here."""
 
-    def __init__(self, cluster: ClusterState, schedule: Schedule, cancel: Cancel) -> None:
+    def __init__(
+        self,
+        cluster: ClusterState,
+        timers: Timers,
+        downgrade: Callable[[ConsumerGroup, Sequence[ConsumerMember]], bool] = lambda group, leaving: False,
+    ) -> None:
         self.cluster = cluster
         self.groups: dict[str, ConsumerGroup] = {}
-        self._schedule = schedule
-        self._cancel = cancel
-        # Set by the coordinator: turns the group back into a classic group when only
-        # classic members would remain after `leaving` go (the online downgrade);
-        # True when it did, and the members are then gone.
-        self.downgrade: Callable[[ConsumerGroup, Sequence[ConsumerMember]], bool] = lambda group, leaving: (
-            False
-        )
+        self.timers = timers
+        # The coordinator's online downgrade: turns the group back into a classic group
+        # when only classic members would remain after `leaving` go; True when it did
+        # (the members are gone then).
+        self.downgrade = downgrade
 
     # -- configuration ------------------------------------------------------------
     def _config_int(self, key: str) -> int:
@@ -342,10 +347,7 @@ class ConsumerGroupManager:
         )
 
     def assignor_names(self) -> list[str]:
-        names = [
-            n.strip() for n in self.cluster.config.get_str("group.consumer.assignors").split(",") if n.strip()
-        ]
-        return [CLASS_NAMES.get(name, name) for name in names]
+        return assignor_names(self.cluster.config.get_str("group.consumer.assignors"))
 
     # -- ConsumerGroupHeartbeat -----------------------------------------------------
     def validate(self, request: HeartbeatRequest) -> None:
@@ -379,6 +381,9 @@ class ConsumerGroupManager:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "InstanceId can't be null.")
         elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
+        if request.subscribed_topic_names is not None and None in request.subscribed_topic_names:
+            # Kafka's parser refuses a null element of a non-nullable array.
+            raise HeartbeatError(ErrorCode.INVALID_REQUEST, "SubscribedTopicNames can't contain null.")
         names = self.assignor_names()
         if request.server_assignor is not None and request.server_assignor not in names:
             raise HeartbeatError(
@@ -387,22 +392,28 @@ class ConsumerGroupManager:
                 f"Supported assignors: {', '.join(names)}.",
             )
 
-    def heartbeat(self, request: HeartbeatRequest, now_ms: int | None = None) -> HeartbeatResult:
-        """Raises HeartbeatError with the code and message Kafka answers; `request` has
-        passed `validate`."""
+    def heartbeat(
+        self, request: HeartbeatRequest, now_ms: int | None = None, into: ConsumerGroup | None = None
+    ) -> HeartbeatResult:
+        """Raises HeartbeatError with the code and message Kafka answers (`request` has
+        passed `validate`), leaving the group as it was: Kafka drops the records of a
+        failed heartbeat. `into` is a group converted from a classic one, not registered
+        yet: the caller adopts it once the heartbeat succeeded."""
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             return self._leave(request)
-        return self._heartbeat(request, int(time.monotonic() * 1000) if now_ms is None else now_ms)
+        return self._heartbeat(request, int(time.monotonic() * 1000) if now_ms is None else now_ms, into)
 
-    def _heartbeat(self, request: HeartbeatRequest, now_ms: int) -> HeartbeatResult:
+    def _heartbeat(
+        self, request: HeartbeatRequest, now_ms: int, into: ConsumerGroup | None
+    ) -> HeartbeatResult:
         joining = request.member_epoch == 0
-        group = self.groups.get(request.group_id)
+        group = into or self.groups.get(request.group_id)
         if group is None:
             if not joining:
                 raise HeartbeatError(
                     ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {request.group_id} not found."
                 )
-            group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
+            group = ConsumerGroup(request.group_id)  # registered once the join succeeded
         max_size = self._config_int("group.consumer.max.size")
         if len(group.members) >= max_size and (
             not request.member_id or request.member_id not in group.members
@@ -412,10 +423,11 @@ class ConsumerGroupManager:
                 f"The consumer group has reached its maximum capacity of {max_size} members.",
             )
         member_id = request.member_id or _new_member_id()  # v0 only: the coordinator names it
+        replaced: ConsumerMember | None = None
         if request.instance_id is None:
             member = self._dynamic_member(group, member_id, request, joining)
         else:
-            member = self._static_member(group, member_id, request, joining)
+            member, replaced = self._static_member(group, member_id, request, joining)
         updated = dataclasses.replace(
             member,
             instance_id=_or(request.instance_id, member.instance_id),
@@ -436,6 +448,15 @@ class ConsumerGroupManager:
             client_host=request.client_host,
             classic=None,
         )
+        regex = updated.subscribed_topic_regex
+        if regex and regex != member.subscribed_topic_regex:
+            if not any(m.subscribed_topic_regex == regex for m in group.members.values()):
+                _compile_regex(regex)  # a regex new to the group is checked
+        # Every check has passed: only now does the group change.
+        if replaced is not None:
+            self._replace_static_member(group, replaced, member_id)
+        if into is None:
+            self.groups.setdefault(group.group_id, group)
         reconciled = self._update_member(group, member, updated, request.owned, now_ms)
         self._schedule_session_timeout(group.group_id, reconciled.member_id)
         full = request.rebalance_timeout_ms != -1 and (
@@ -462,13 +483,6 @@ class ConsumerGroupManager:
         when the epoch passed it, and reconciles the member towards it."""
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
         regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
-        regex = updated.subscribed_topic_regex
-        if (
-            regex_changed
-            and regex
-            and not any(m.subscribed_topic_regex == regex for m in group.members.values())
-        ):
-            _compile_regex(regex)  # a regex new to the group is checked
         group.put_member(updated)
         bump = group.group_epoch == 0 or names_changed or regex_changed
         if self._refresh_metadata(group, now_ms) or bump:
@@ -489,7 +503,7 @@ class ConsumerGroupManager:
             if reconciled != updated:
                 self._schedule_rebalance_timeout(group.group_id, reconciled)
         else:
-            self._cancel(("cg-rebalance", group.group_id, reconciled.member_id))
+            self.timers.cancel(("cg-rebalance", group.group_id, reconciled.member_id))
         return reconciled
 
     def _dynamic_member(
@@ -509,38 +523,30 @@ class ConsumerGroupManager:
 
     def _static_member(
         self, group: ConsumerGroup, member_id: str, request: HeartbeatRequest, joining: bool
-    ) -> ConsumerMember:
+    ) -> tuple[ConsumerMember, ConsumerMember | None]:
+        """(the member, the static member it replaces or None), changing nothing yet."""
         instance_id = request.instance_id
         assert instance_id is not None
-        existing_id = group.static_members.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id is not None else None
+        existing = group.static_member(instance_id)
         if joining and existing is None:
             member = group.members.get(member_id)
             if member is None:
                 log.info("group %s: static member %s (%s) joins", group.group_id, member_id, instance_id)
-                return ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1)
-            return member
+                member = ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1)
+            return member, None
         if joining and existing is not None and existing.member_id != member_id:
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            # Between consumer-protocol members the old one must have left (epoch -2); a
+            # classic member's instance id is taken over regardless, as Kafka does.
+            if existing.classic is None and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 raise HeartbeatError(
                     ErrorCode.UNRELEASED_INSTANCE_ID,
                     f"Static member {member_id} with instance id {instance_id} cannot join the group because "
                     f"the instance id is owned by {existing.member_id} member.",
                 )
-            # The static member restarted: the new member id takes over the old one's
-            # partitions and target, at epoch 0, so nobody else is reassigned.
-            target = group.target.get(existing.member_id, {})
-            self._cancel_member_timers(group.group_id, existing.member_id)
-            group.remove_member(existing.member_id)
-            group.target[member_id] = target
-            log.info(
-                "group %s: static member with instance id %s re-joins; member %s replaces %s",
-                group.group_id,
-                instance_id,
-                member_id,
-                existing.member_id,
+            replacement = dataclasses.replace(
+                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
             )
-            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            return replacement, existing
         if existing is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:
@@ -550,7 +556,22 @@ class ConsumerGroupManager:
                 f"{existing.member_id}.",
             )
         _check_epoch(existing, request.member_epoch, request.owned)
-        return existing
+        return existing, None
+
+    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerMember, member_id: str) -> None:
+        """A static member restarted under a new member id: the new one takes over the old
+        one's partitions and target (at epoch 0), so nobody else is reassigned."""
+        self._cancel_member_timers(group.group_id, old.member_id)
+        target = group.target.get(old.member_id, {})
+        group.remove_member(old.member_id)
+        group.target[member_id] = target
+        log.info(
+            "group %s: static member with instance id %s re-joins; member %s replaces %s",
+            group.group_id,
+            old.instance_id,
+            member_id,
+            old.member_id,
+        )
 
     def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
@@ -566,8 +587,7 @@ class ConsumerGroupManager:
             log.info("group %s: member %s left the consumer group", group.group_id, member.member_id)
             self.fence_member(group, member)
             return HeartbeatResult(request.member_id, request.member_epoch, 0)
-        existing_id = group.static_members.get(request.instance_id)
-        member = group.members.get(existing_id) if existing_id is not None else None
+        member = group.static_member(request.instance_id)
         if member is None:
             raise HeartbeatError(
                 ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown."
@@ -628,19 +648,21 @@ class ConsumerGroupManager:
         if not self._supports_classic_protocols(
             group, join.protocol_type, [name for name, _ in join.protocols]
         ):
-            raise HeartbeatError(
-                ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported."
-            )
+            raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
         if join.require_known_member_id and not join.member_id and join.group_instance_id is None:
             raise HeartbeatError(ErrorCode.MEMBER_ID_REQUIRED, "")
+        try:
+            subscription = decode_subscription(join.protocols[0][1])
+        except MalformedProtocol:  # Kafka's IllegalStateException: an unknown server error
+            raise HeartbeatError(ErrorCode.UNKNOWN_SERVER_ERROR, "") from None
+        replaced: ConsumerMember | None = None
         if join.group_instance_id is None:
             member = group.members.get(member_id) or ConsumerMember(member_id, previous_member_epoch=-1)
         else:
-            member = self._classic_static_member(group, member_id, join)
-        try:
-            subscription = decode_subscription(join.protocols[0][1])
-        except MalformedProtocol as exc:
-            raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, str(exc)) from None
+            member, replaced = self._classic_static_member(group, member_id, join)
+        # Every check has passed: only now does the group change.
+        if replaced is not None:
+            self._replace_static_member(group, replaced, member_id)
         updated = dataclasses.replace(
             member,
             instance_id=_or(join.group_instance_id, member.instance_id),
@@ -655,44 +677,38 @@ class ConsumerGroupManager:
         owned = [(topic_id, sorted(ps)) for topic_id, ps in ids_of(self.cluster, subscription.owned).items()]
         now = int(time.monotonic() * 1000) if now_ms is None else now_ms
         reconciled = self._update_member(group, member, updated, owned, now)
+        self.timers.cancel(("cg-join", group.group_id, member_id))
         self._schedule_session_timeout(group.group_id, member_id, join.session_timeout_ms)
-        self._schedule(
+        self.timers.schedule(
             ("cg-sync", group.group_id, member_id),
             join.rebalance_timeout_ms,
-            lambda: self._expire_classic(
+            lambda: self._fence_if_present(
                 group.group_id, member_id, "did not sync within the rebalance timeout"
             ),
         )
         return JoinResult(
-            ErrorCode.NONE,
-            member_id,
-            reconciled.member_epoch,
-            PROTOCOL_TYPE,
-            join.protocols[0][0],
-            leader="",
+            ErrorCode.NONE, member_id, reconciled.member_epoch, PROTOCOL_TYPE, join.protocols[0][0]
         )
 
     def _classic_static_member(
         self, group: ConsumerGroup, member_id: str, join: JoinRequest
-    ) -> ConsumerMember:
+    ) -> tuple[ConsumerMember, ConsumerMember | None]:
+        """(the member, the static member it replaces or None), changing nothing yet: a
+        classic static member joining without its id replaces the old one, whatever it is."""
         instance_id = join.group_instance_id
         assert instance_id is not None
-        existing_id = group.static_members.get(instance_id)
-        existing = group.members.get(existing_id) if existing_id is not None else None
+        existing = group.static_member(instance_id)
         if not join.member_id:
             if existing is None:
-                return ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1)
-            # A classic static member rejoining without its id replaces the old one.
-            target = group.target.get(existing.member_id, {})
-            self._cancel_member_timers(group.group_id, existing.member_id)
-            group.remove_member(existing.member_id)
-            group.target[member_id] = target
-            return dataclasses.replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+                return ConsumerMember(member_id, instance_id=instance_id, previous_member_epoch=-1), None
+            return dataclasses.replace(
+                existing, member_id=member_id, member_epoch=0, previous_member_epoch=0
+            ), existing
         if existing is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
         if existing.member_id != member_id:
             raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "")
-        return existing
+        return existing, None
 
     def _supports_classic_protocols(
         self, group: ConsumerGroup, protocol_type: str, names: Sequence[str]
@@ -708,20 +724,11 @@ class ConsumerGroupManager:
         self, group: ConsumerGroup, member_id: str, instance_id: str | None
     ) -> ConsumerMember:
         """validateConsumerGroupMember plus throwIfMemberDoesNotUseClassicProtocol."""
-        if instance_id is not None:
-            existing_id = group.static_members.get(instance_id)
-            member = group.members.get(existing_id) if existing_id is not None else None
-            if member is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
-            if member.member_id != member_id:
-                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "")
-        else:
-            found = group.members.get(member_id)
-            if found is None:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
-            member = found
-        if member.classic is None:
+        member = group.static_member(instance_id) if instance_id is not None else group.members.get(member_id)
+        if member is None or member.classic is None:
             raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, "")
+        if member.member_id != member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, "")
         return member
 
     def classic_sync(
@@ -747,10 +754,11 @@ class ConsumerGroupManager:
             ):
                 raise HeartbeatError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
             if group.group_epoch > member.member_epoch and member.state != UNREVOKED_PARTITIONS:
+                self._schedule_join_timeout(group.group_id, member)
                 raise HeartbeatError(ErrorCode.REBALANCE_IN_PROGRESS, "")
         except HeartbeatError as error:
             return SyncResult(error.code)
-        self._cancel(("cg-sync", group.group_id, member.member_id))
+        self.timers.cancel(("cg-sync", group.group_id, member.member_id))
         self._schedule_session_timeout(group.group_id, member.member_id, member.classic.session_timeout_ms)
         assignment = encode_assignment(names_of(self.cluster, member.assigned), version_of(metadata))
         return SyncResult(ErrorCode.NONE, PROTOCOL_TYPE, protocol_name or name, assignment)
@@ -759,7 +767,8 @@ class ConsumerGroupManager:
         self, group: ConsumerGroup, member_id: str, instance_id: str | None, generation_id: int
     ) -> int:
         """Heartbeat of a classic member: REBALANCE_IN_PROGRESS while it is behind the
-        group epoch, has partitions to give up, or waits for partitions now released."""
+        group epoch, has partitions to give up, or waits for partitions now released;
+        it must then join again within its rebalance timeout or be fenced."""
         try:
             member = self._classic_member(group, member_id, instance_id)
         except HeartbeatError as error:
@@ -773,8 +782,17 @@ class ConsumerGroupManager:
             or member.state == UNREVOKED_PARTITIONS
             or (member.state == UNRELEASED_PARTITIONS and not self._waiting_on_unreleased(group, member))
         ):
+            self._schedule_join_timeout(group.group_id, member)
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
+
+    def _schedule_join_timeout(self, group_id: str, member: ConsumerMember) -> None:
+        member_id = member.member_id
+        self.timers.schedule_if_absent(
+            ("cg-join", group_id, member_id),
+            member.rebalance_timeout_ms,
+            lambda: self._fence_if_present(group_id, member_id, "did not join within the rebalance timeout"),
+        )
 
     @staticmethod
     def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool:
@@ -791,29 +809,19 @@ class ConsumerGroupManager:
         errors: list[int] = []
         leaving: list[ConsumerMember] = []
         for member_id, instance_id in members:
-            if instance_id is None:
-                found = group.members.get(member_id)
-            else:
-                existing_id = group.static_members.get(instance_id)
-                found = group.members.get(existing_id) if existing_id is not None else None
-                if found is not None and member_id and found.member_id != member_id:
-                    errors.append(ErrorCode.FENCED_INSTANCE_ID)
-                    continue
+            found = (
+                group.static_member(instance_id) if instance_id is not None else group.members.get(member_id)
+            )
             if found is None:
                 errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                continue
-            errors.append(ErrorCode.NONE)
-            if found not in leaving:
-                leaving.append(found)
+            elif instance_id is not None and member_id and found.member_id != member_id:
+                errors.append(ErrorCode.FENCED_INSTANCE_ID)
+            else:
+                errors.append(ErrorCode.NONE)
+                if found not in leaving:
+                    leaving.append(found)
         self.fence_members(group, leaving)
         return errors
-
-    def _expire_classic(self, group_id: str, member_id: str, why: str) -> None:
-        group = self.groups.get(group_id)
-        member = group.members.get(member_id) if group is not None else None
-        if group is not None and member is not None:
-            log.info("group %s: classic member %s fenced: it %s", group_id, member_id, why)
-            self.fence_member(group, member)
 
     # -- metadata and assignment --------------------------------------------------------
     def _refresh_metadata(self, group: ConsumerGroup, now_ms: int) -> bool:
@@ -896,17 +904,18 @@ class ConsumerGroupManager:
     def _schedule_session_timeout(self, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
         """A consumer-protocol member's session is the group's; a classic member's the
         one its JoinGroup asked for."""
-        self._schedule(
+        self.timers.schedule(
             ("cg-session", group_id, member_id),
             self.session_timeout_ms(group_id) if timeout_ms is None else timeout_ms,
-            lambda: self._expire_session(group_id, member_id),
+            lambda: self._fence_if_present(group_id, member_id, "its session timed out"),
         )
 
-    def _expire_session(self, group_id: str, member_id: str) -> None:
+    def _fence_if_present(self, group_id: str, member_id: str, why: str) -> None:
+        """A timer's end: the member is fenced, if the group and member still exist."""
         group = self.groups.get(group_id)
         member = group.members.get(member_id) if group is not None else None
         if group is not None and member is not None:
-            log.info("group %s: member %s fenced after its session timed out", group_id, member_id)
+            log.info("group %s: member %s fenced: %s", group_id, member_id, why)
             self.fence_member(group, member)
 
     def _schedule_rebalance_timeout(self, group_id: str, member: ConsumerMember) -> None:
@@ -926,11 +935,11 @@ class ConsumerGroupManager:
                 self.fence_member(group, current)
 
         key = ("cg-rebalance", group_id, member_id)
-        self._schedule(key, member.rebalance_timeout_ms, expire)
+        self.timers.schedule(key, member.rebalance_timeout_ms, expire)
 
     def _cancel_member_timers(self, group_id: str, member_id: str) -> None:
-        for kind in ("cg-session", "cg-rebalance", "cg-sync"):
-            self._cancel((kind, group_id, member_id))
+        for kind in ("cg-session", "cg-rebalance", "cg-sync", "cg-join"):
+            self.timers.cancel((kind, group_id, member_id))
 
     # -- offsets ----------------------------------------------------------------------
     def validate_offset_commit(
@@ -966,20 +975,21 @@ class ConsumerGroupManager:
 
     # -- admin ------------------------------------------------------------------------
     def adopt(self, group: ConsumerGroup) -> None:
-        """Takes over a group converted from a classic one: its classic members' sessions
-        run on from now, with the timeouts their JoinGroup asked for."""
+        """Takes over a group converted from a classic one (after its first heartbeat):
+        its classic members' sessions run on from now, with their JoinGroup's timeouts."""
         self.groups[group.group_id] = group
-        group.subscription_metadata = self._subscription_metadata(group)
         for member in group.members.values():
-            timeout = member.classic.session_timeout_ms if member.classic is not None else None
-            self._schedule_session_timeout(group.group_id, member.member_id, timeout)
+            if member.classic is not None:
+                self._schedule_session_timeout(
+                    group.group_id, member.member_id, member.classic.session_timeout_ms
+                )
 
     def delete(self, group_id: str) -> None:
         group = self.groups.pop(group_id)
         for member_id in list(group.members):
             self._cancel_member_timers(group_id, member_id)
 
-    def names_of(
+    def assignment_rows(
         self, assignment: Mapping[uuid.UUID, frozenset[int]]
     ) -> list[tuple[uuid.UUID, str, list[int]]]:
         """(topic id, name, sorted partitions) of an assignment's topics that still exist."""
@@ -994,7 +1004,7 @@ class ConsumerGroupManager:
         """A JSON-ready description (the HTTP control plane's /v1/groups/{id})."""
 
         def by_name(assignment: Mapping[uuid.UUID, frozenset[int]]) -> dict[str, list[int]]:
-            return {name: partitions for _, name, partitions in self.names_of(assignment)}
+            return {name: partitions for _, name, partitions in self.assignment_rows(assignment)}
 
         return {
             "group_id": group.group_id,
@@ -1059,27 +1069,24 @@ def _check_epoch(
         )
 
 
-_REGEX_CACHE: dict[str, re.Pattern[str]] = {}
-
-
 def _compile_regex(regex: str) -> re.Pattern[str]:
     """The member's SubscribedTopicRegex (RE2J syntax: Python's `re` agrees on what
     clients send; backreferences and lookarounds, which RE2 refuses, are refused too)."""
-    compiled = _REGEX_CACHE.get(regex)
-    if compiled is not None:
-        return compiled
-    error: str | None = None
-    if re.search(r"\\[1-9]|\(\?[=!<]|\(\?P=", regex):
-        error = "invalid or unsupported Perl syntax"
-    else:
-        try:
-            compiled = re.compile(regex)
-        except re.error as exc:
-            error = str(exc)
-    if compiled is None:
+    compiled = _compiled(regex)
+    if isinstance(compiled, str):
         raise HeartbeatError(
             ErrorCode.INVALID_REGULAR_EXPRESSION,
-            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {error}.",
+            f"SubscribedTopicRegex `{regex}` is not a valid regular expression: {compiled}.",
         )
-    _REGEX_CACHE[regex] = compiled
     return compiled
+
+
+@functools.lru_cache(maxsize=1024)
+def _compiled(regex: str) -> re.Pattern[str] | str:
+    """The compiled regex, or why it is refused."""
+    if re.search(r"\\[1-9]|\(\?[=!<]|\(\?P=", regex):
+        return "invalid or unsupported Perl syntax"
+    try:
+        return re.compile(regex)
+    except re.error as exc:
+        return str(exc)

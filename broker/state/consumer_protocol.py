@@ -51,7 +51,10 @@ def decode_subscription(metadata: bytes) -> Subscription:
         if version >= 1
         else ()
     )
-    return Subscription(tuple(decoded.topics or ()), owned, decoded.rack_id if version >= 3 else None)
+    topics = tuple(decoded.topics or ())
+    if None in topics or any(topic is None for topic, _ in owned):
+        raise MalformedProtocol("null topic name")
+    return Subscription(topics, owned, decoded.rack_id if version >= 3 else None)
 
 
 def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes | None]:
@@ -63,7 +66,11 @@ def decode_assignment(data: bytes) -> tuple[dict[str, list[int]], bytes | None]:
         )
     except Exception as exc:
         raise MalformedProtocol(str(exc)) from exc
-    partitions = {tp.topic: list(tp.partitions) for tp in decoded.assigned_partitions or ()}
+    partitions: dict[str, list[int]] = {}
+    for tp in decoded.assigned_partitions or ():
+        if tp.topic is None:
+            raise MalformedProtocol("null topic name")
+        partitions.setdefault(tp.topic, []).extend(tp.partitions)
     return partitions, decoded.user_data
 
 

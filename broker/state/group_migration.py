@@ -78,6 +78,9 @@ def to_consumer_group(
                 "default assignor before re-attempting the upgrade",
             )
         assigned = ids_of(cluster, partitions)
+        if any(group.current_partition_epoch(t, p) != -1 for t, ps in assigned.items() for p in ps):
+            # two members own one partition: Kafka's upgrade fails on it as well
+            raise _cannot_upgrade(group_id, "the embedded consumer protocol is malformed")
         member = ConsumerMember(
             old.member_id,
             instance_id=old.group_instance_id,

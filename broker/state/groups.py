@@ -20,10 +20,11 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from broker.config.group_configs import coordinator_config_error
 from broker.state.classic_groups import (
     COMPLETING_REBALANCE,
     DEAD,
@@ -53,6 +54,7 @@ from broker.state.consumer_groups import (
 )
 from broker.state.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from broker.state.group_migration import can_downgrade, to_classic_group, to_consumer_group
+from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
 
@@ -119,10 +121,12 @@ class GroupCoordinator:
         self.offsets: dict[str, dict[tuple[str, int], CommittedOffset]] = {}
         # TxnOffsetCommit offsets by group and producer id, until the transaction ends.
         self.pending_offsets: dict[str, dict[int, dict[tuple[str, int], CommittedOffset]]] = {}
-        self._timers: dict[tuple[str, ...], asyncio.TimerHandle] = {}
+        reason = coordinator_config_error(cluster.config)
+        if reason is not None:
+            raise ValueError(reason)  # Kafka's GroupCoordinatorConfig refuses to start
+        self.timers = Timers()
         # KIP-848 groups share the group id namespace, the offsets and the timers.
-        self.consumer = ConsumerGroupManager(cluster, self._schedule, self._cancel)
-        self.consumer.downgrade = self._downgrade
+        self.consumer = ConsumerGroupManager(cluster, self.timers, self._downgrade)
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
     @property
@@ -151,24 +155,6 @@ class GroupCoordinator:
         return coordinator_of(self.cluster, self.partition_for(group_id))
 
     # -- timers ---------------------------------------------------------------------
-    def _schedule(self, key: tuple[str, ...], delay_ms: int, callback: Callable[[], None]) -> None:
-        self._cancel(key)
-        loop = asyncio.get_running_loop()
-
-        def fire() -> None:
-            self._timers.pop(key, None)
-            try:
-                callback()
-            except Exception:  # a timer must never take the loop down
-                log.exception("group timer %s failed", key)
-
-        self._timers[key] = loop.call_later(max(delay_ms, 0) / 1000.0, fire)
-
-    def _cancel(self, key: tuple[str, ...]) -> None:
-        handle = self._timers.pop(key, None)
-        if handle is not None:
-            handle.cancel()
-
     @staticmethod
     def _heartbeat_key(group_id: str, member_id: str) -> tuple[str, ...]:
         return ("heartbeat", group_id, member_id)
@@ -185,7 +171,7 @@ class GroupCoordinator:
         self, group: ClassicGroup, member: Member, timeout_ms: int | None = None
     ) -> None:
         member_id = member.member_id
-        self._schedule(
+        self.timers.schedule(
             self._heartbeat_key(group.group_id, member_id),
             member.session_timeout_ms if timeout_ms is None else timeout_ms,
             lambda: self._expire_heartbeat(group.group_id, member_id),
@@ -193,9 +179,7 @@ class GroupCoordinator:
 
     def close(self) -> None:
         """Cancels every timer and answers parked requests (the brokers are going away)."""
-        for handle in self._timers.values():
-            handle.cancel()
-        self._timers.clear()
+        self.timers.close()
         for group in self.groups.values():
             for member in group.members.values():
                 group.complete_join(member, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
@@ -294,7 +278,7 @@ class GroupCoordinator:
             # KIP-394: hand out the id and make the client come back with it, so that a
             # client retrying a timed-out join does not leave a defunct member behind.
             group.pending_join_members.add(new_member_id)
-            self._schedule(
+            self.timers.schedule(
                 self._heartbeat_key(group.group_id, new_member_id),
                 request.session_timeout_ms,
                 lambda: self._expire_heartbeat(group.group_id, new_member_id),
@@ -395,7 +379,7 @@ class GroupCoordinator:
     ) -> None:
         assert request.group_instance_id is not None
         current_leader = group.leader_id or ""
-        self._cancel(self._heartbeat_key(group.group_id, old_member_id))
+        self.timers.cancel(self._heartbeat_key(group.group_id, old_member_id))
         member = group.replace_static_member(request.group_instance_id, old_member_id, new_member_id)
         self._reschedule_heartbeat(group, member)
         group.update_member(
@@ -434,7 +418,7 @@ class GroupCoordinator:
                 member.assignment = b""
             self._propagate_assignment(group, ErrorCode.REBALANCE_IN_PROGRESS)
         group.pending_sync_members.clear()
-        self._cancel(self._sync_key(group.group_id))
+        self.timers.cancel(self._sync_key(group.group_id))
         initial = group.state == EMPTY
         if initial:
             # Kafka's initial delayed join: wait for more members before the first
@@ -442,7 +426,7 @@ class GroupCoordinator:
             delay = self.initial_rebalance_delay_ms
             remaining = max(group.rebalance_timeout_ms() - delay, 0)
             group_id = group.group_id
-            self._schedule(
+            self.timers.schedule(
                 self._join_key(group_id),
                 delay,
                 lambda: self._try_complete_initial_rebalance(group_id, delay, remaining),
@@ -457,7 +441,7 @@ class GroupCoordinator:
             self._complete_join(group)
         else:
             group_id = group.group_id
-            self._schedule(
+            self.timers.schedule(
                 self._join_key(group_id),
                 group.rebalance_timeout_ms(),
                 lambda: self._complete_join_by_id(group_id),
@@ -471,7 +455,7 @@ class GroupCoordinator:
             group.new_member_added = False
             new_delay = min(self.initial_rebalance_delay_ms, remaining_ms)
             new_remaining = max(remaining_ms - delay_ms, 0)
-            self._schedule(
+            self.timers.schedule(
                 self._join_key(group_id),
                 new_delay,
                 lambda: self._try_complete_initial_rebalance(group_id, new_delay, new_remaining),
@@ -493,19 +477,19 @@ class GroupCoordinator:
             self._complete_join(group)
 
     def _complete_join(self, group: ClassicGroup) -> None:
-        self._cancel(self._join_key(group.group_id))
+        self.timers.cancel(self._join_key(group.group_id))
         for member in [
             m for m in group.members.values() if not m.awaiting_join and m.group_instance_id is None
         ]:
             group.remove(member.member_id)
-            self._cancel(self._heartbeat_key(group.group_id, member.member_id))
+            self.timers.cancel(self._heartbeat_key(group.group_id, member.member_id))
             _complete(member.sync_future, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         if group.state == DEAD:
             return
         if not group.maybe_elect_new_joined_leader() and group.members:
             # Only static members that have not rejoined are left: wait another round.
             group_id = group.group_id
-            self._schedule(
+            self.timers.schedule(
                 self._join_key(group_id),
                 group.rebalance_timeout_ms(),
                 lambda: self._complete_join_by_id(group_id),
@@ -533,7 +517,7 @@ class GroupCoordinator:
             member.is_new = False
             group.pending_sync_members.add(member.member_id)
         group_id, generation = group.group_id, group.generation_id
-        self._schedule(
+        self.timers.schedule(
             self._sync_key(group_id),
             group.rebalance_timeout_ms(),
             lambda: self._expire_pending_sync(group_id, generation),
@@ -558,7 +542,7 @@ class GroupCoordinator:
             late = list(group.pending_sync_members)
             for member_id in late:
                 group.remove(member_id)
-                self._cancel(self._heartbeat_key(group_id, member_id))
+                self.timers.cancel(self._heartbeat_key(group_id, member_id))
             log.info("group %s: removed members that never sent SyncGroup: %s", group_id, late)
             self._prepare_rebalance(group)
 
@@ -644,7 +628,7 @@ class GroupCoordinator:
     def _remove_pending_sync_member(self, group: ClassicGroup, member_id: str) -> None:
         group.pending_sync_members.discard(member_id)
         if group.state not in (COMPLETING_REBALANCE, STABLE) or not group.pending_sync_members:
-            self._cancel(self._sync_key(group.group_id))
+            self.timers.cancel(self._sync_key(group.group_id))
 
     # -- Heartbeat / LeaveGroup -----------------------------------------------------------
     def heartbeat(
@@ -696,7 +680,7 @@ class GroupCoordinator:
                     errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
             elif member_id in group.pending_join_members:
                 group.remove(member_id)
-                self._cancel(self._heartbeat_key(group_id, member_id))
+                self.timers.cancel(self._heartbeat_key(group_id, member_id))
                 errors.append(ErrorCode.NONE)
             else:
                 error = group.validate_member(member_id, instance_id)
@@ -712,7 +696,7 @@ class GroupCoordinator:
 
     def _remove_current_member(self, group: ClassicGroup, member_id: str) -> None:
         member = group.members[member_id]
-        self._cancel(self._heartbeat_key(group.group_id, member_id))
+        self.timers.cancel(self._heartbeat_key(group.group_id, member_id))
         group.complete_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, ""))
         group.complete_sync(member, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
         group.remove(member_id)
@@ -738,10 +722,8 @@ class GroupCoordinator:
         )
         if error != ErrorCode.NONE:
             return [error] * len(offsets)
-        group = self.groups.get(group_id)
-        if group is None:  # a consumer-protocol group: members' sessions live on heartbeats
-            pass
-        elif group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
+        group = self.groups.get(group_id)  # None for a consumer group: sessions live on heartbeats
+        if group is not None and group.state in (STABLE, PREPARING_REBALANCE) and member_id in group.members:
             # Classic protocol: commits keep the member's session alive.
             self._reschedule_heartbeat(group, group.members[member_id])
         return self._store(self.offsets.setdefault(group_id, {}), offsets)
@@ -850,22 +832,18 @@ class GroupCoordinator:
 
     # -- ConsumerGroupHeartbeat (KIP-848) ---------------------------------------------------
     def consumer_group_heartbeat(self, request: HeartbeatRequest) -> HeartbeatResult:
-        """A consumer-protocol heartbeat; joining a classic group of the same id upgrades it."""
+        """A consumer-protocol heartbeat. Joining a classic group of the same id upgrades
+        it: an empty one (committed offsets only) whatever the policy; a non-empty one
+        becomes a consumer group whose classic members keep their partitions and learn of
+        the new epoch at their next Heartbeat (REBALANCE_IN_PROGRESS). The classic group
+        goes only if the joining heartbeat succeeds. Offsets stay either way."""
         classic = self.groups.get(request.group_id)
-        if classic is not None and classic.state != DEAD:
-            if request.member_epoch != 0:
-                raise HeartbeatError(
-                    ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
-                )
-            self._upgrade(classic)
-        return self.consumer.heartbeat(request)
-
-    def _upgrade(self, classic: ClassicGroup) -> None:
-        """A consumer-protocol member joins a classic group: an empty one (committed
-        offsets only) is replaced whatever the policy; a non-empty one becomes a consumer
-        group whose classic members keep their partitions and learn of the new epoch at
-        their next Heartbeat (REBALANCE_IN_PROGRESS). Offsets stay either way."""
-        group_id = classic.group_id
+        if classic is None or classic.state == DEAD:
+            return self.consumer.heartbeat(request)
+        if request.member_epoch != 0:
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
+            )
         migrated = (
             to_consumer_group(
                 classic,
@@ -874,19 +852,22 @@ class GroupCoordinator:
                 self.cluster.config.get_int("group.consumer.max.size"),
             )
             if classic.members
-            else None
+            else ConsumerGroup(classic.group_id)
         )
+        result = self.consumer.heartbeat(request, into=migrated)
         for member in classic.members.values():
             classic.complete_join(member, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
             classic.complete_sync(member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-        for key in [key for key in self._timers if key[1] == group_id]:
-            self._cancel(key)
-        del self.groups[group_id]
-        if migrated is not None:
+        self.timers.cancel_group(classic.group_id)
+        del self.groups[classic.group_id]
+        if classic.members:
             log.info(
-                "group %s: upgraded from classic to consumer at epoch %d", group_id, migrated.group_epoch
+                "group %s: upgraded from classic to consumer at epoch %d",
+                classic.group_id,
+                migrated.group_epoch,
             )
-            self.consumer.adopt(migrated)
+        self.consumer.adopt(migrated)
+        return result
 
     def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerMember]) -> bool:
         """The last consumer-protocol member leaves a group of classic members: it
@@ -1031,8 +1012,7 @@ class GroupCoordinator:
             elif group.state != EMPTY:
                 results[group_id] = ErrorCode.NON_EMPTY_GROUP
             else:
-                for key in [key for key in self._timers if key[1] == group_id]:
-                    self._cancel(key)
+                self.timers.cancel_group(group_id)
                 group.transition_to(DEAD)
                 del self.groups[group_id]
                 self.offsets.pop(group_id, None)

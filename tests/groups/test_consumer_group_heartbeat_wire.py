@@ -12,7 +12,12 @@ from typing import Any
 
 import pytest
 from kafka.protocol.admin import DescribeGroupsRequest, ListGroupsRequest
-from kafka.protocol.consumer import JoinGroupRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from broker import MockCluster
@@ -354,15 +359,21 @@ def test_the_range_assignor_is_chosen_by_the_members(cluster: MockCluster, wire:
     }
 
 
-def classic_member(wire: Wire, protocol_type: str = "consumer") -> Any:
-    """A classic member (JoinGroup v3 parks until the group forms, then SyncGroup)."""
+def classic_member(
+    wire: Wire,
+    protocol_type: str = "consumer",
+    instance_id: str | None = None,
+    rebalance_timeout_ms: int = 10_000,
+) -> Any:
+    """A classic member (JoinGroup v5 parks until the group forms)."""
     subscription = ConsumerProtocolSubscription(version=0, topics=["t"], user_data=None)
     joined = wire(
-        JoinGroupRequest[3](
+        JoinGroupRequest[5](
             group_id="g",
             session_timeout_ms=10_000,
-            rebalance_timeout_ms=10_000,
+            rebalance_timeout_ms=rebalance_timeout_ms,
             member_id="",
+            group_instance_id=instance_id or "classic",
             protocol_type=protocol_type,
             protocols=[
                 JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=bytes(subscription.encode()))
@@ -414,3 +425,95 @@ def test_without_the_consumer_protocol_the_apis_are_neither_advertised_nor_serve
         wire = Wire(running)
         with pytest.raises(ConnectionError):  # an API not enabled closes the connection, as in Kafka
             wire.join("a")
+
+
+def test_a_null_topic_name_is_refused_and_leaves_no_group(cluster: MockCluster, wire: Wire) -> None:
+    response = wire.join("a", topics=["t", None])  # type: ignore[list-item]
+    assert (response.error_code, response.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "SubscribedTopicNames can't contain null.",
+    )
+    assert wire.join("b", subscribed_topic_regex="t(").error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert cluster.groups.consumer.groups == {}  # failed first joins create nothing
+
+
+def test_a_failed_static_rejoin_changes_nothing(cluster: MockCluster, wire: Wire) -> None:
+    wire.join("a", instance_id="i")
+    wire.heartbeat(member_id="a", member_epoch=-2, instance_id="i")
+    refused = wire.join("b", instance_id="i", subscribed_topic_regex="t(")
+    assert refused.error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    group = cluster.groups.consumer.groups["g"]
+    assert list(group.members) == ["a"] and group.members["a"].member_epoch == -2
+    assert sorted(p for ps in group.target["a"].values() for p in ps) == [0, 1]
+
+
+def test_a_failed_upgrade_leaves_the_classic_group_alone() -> None:
+    with MockCluster(
+        brokers=1, config={"group.consumer.max.size": "1", "group.initial.rebalance.delay.ms": "0"}
+    ) as running:
+        running.create_topic("t", 2)
+        wire = Wire(running)
+        classic_member(wire)
+        assert wire.join("modern").error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+        assert "g" in running.groups.groups and "g" not in running.groups.consumer.groups
+
+
+def test_a_consumer_protocol_member_takes_over_a_classic_static_member() -> None:
+    with MockCluster(brokers=1, config={"group.initial.rebalance.delay.ms": "0"}) as running:
+        running.create_topic("t", 2)
+        wire = Wire(running)
+        old = classic_member(wire, instance_id="i")
+        joined = wire.join("modern", instance_id="i")  # a rolling upgrade of a static consumer
+        assert joined.error_code == ErrorCode.NONE and len(partitions(joined) or {}) == 1
+        group = running.groups.consumer.groups["g"]
+        assert list(group.members) == ["modern"] and old.member_id not in group.members
+
+
+def test_a_classic_member_that_does_not_rejoin_is_fenced_after_its_rebalance_timeout() -> None:
+    with MockCluster(brokers=1, config={"group.initial.rebalance.delay.ms": "0"}) as running:
+        running.create_topic("t", 2)
+        wire = Wire(running)
+        old = classic_member(wire, rebalance_timeout_ms=300)
+        assert wire.join("modern").error_code == ErrorCode.NONE  # upgrades the group
+        beat = wire(
+            HeartbeatRequest[3](group_id="g", generation_id=old.generation_id, member_id=old.member_id)
+        )
+        assert beat.error_code == ErrorCode.REBALANCE_IN_PROGRESS  # ... and it never joins again
+        group = running.groups.consumer.groups["g"]
+        deadline = time.monotonic() + 10
+        while running.on_loop(lambda: old.member_id in group.members):
+            assert time.monotonic() < deadline, "not fenced"
+            time.sleep(0.05)
+
+
+def test_unknown_assignors_and_policies_are_refused_at_start() -> None:
+    with pytest.raises(ValueError, match="group.consumer.assignors: Class sticky cannot be found"):
+        MockCluster(brokers=1, config={"group.consumer.assignors": "uniform,sticky"})
+    with pytest.raises(ValueError, match="group.consumer.migration.policy"):
+        MockCluster(brokers=1, config={"group.consumer.migration.policy": "sideways"})
+    with pytest.raises(ValueError, match="must be less than group.consumer.session.timeout.ms"):
+        MockCluster(
+            brokers=1,
+            config={
+                "group.consumer.heartbeat.interval.ms": "50000",
+                "group.consumer.max.heartbeat.interval.ms": "60000",
+            },
+        )
+
+
+def test_describe_refuses_a_group_whose_topics_the_caller_cannot_see() -> None:
+    secured = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=secured) as running:
+        running.create_topic("t", 1)
+        running.acls.add("User:ANONYMOUS", "READ", "GROUP", "g")
+        running.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "t")
+        wire = Wire(running)
+        assert wire.join("a").error_code == ErrorCode.NONE
+        running.acls.remove(principal="User:ANONYMOUS", operation="DESCRIBE", resource_type="TOPIC", name="t")
+        described = wire(
+            ConsumerGroupDescribeRequest[1](group_ids=["g"], include_authorized_operations=False)
+        )
+        assert (described.groups[0].error_code, described.groups[0].members) == (
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            [],
+        )
