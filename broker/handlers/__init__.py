@@ -48,6 +48,7 @@ from broker.handlers import (
     list_transactions,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     produce,
     sasl_authenticate,
@@ -116,6 +117,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         list_transactions,
         consumer_group_heartbeat,
         consumer_group_describe,
+        offset_delete,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

@@ -394,6 +394,7 @@ CHECKS: dict[int, Check] = {
     ApiKey.DESCRIBE_GROUPS: per_group(Operation.DESCRIBE),
     ApiKey.LIST_GROUPS: _list_groups,
     ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
+    ApiKey.OFFSET_DELETE: on_group(Operation.DELETE),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
     ApiKey.CREATE_TOPICS: _create_topics,

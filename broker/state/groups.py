@@ -53,6 +53,7 @@ from broker.state.consumer_groups import (
     HeartbeatResult,
 )
 from broker.state.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
+from broker.state.consumer_protocol import MalformedProtocol, decode_subscription
 from broker.state.group_migration import can_downgrade, to_classic_group, to_consumer_group
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
@@ -965,6 +966,44 @@ class GroupCoordinator:
             and (not wanted_states or listed.state.lower() in wanted_states)
             and (coordinator is None or self.coordinator_for(listed.group_id) == coordinator)
         ]
+
+    def delete_offsets(self, group_id: str, partitions: Sequence[tuple[str, int]]) -> tuple[int, list[int]]:
+        """OffsetDelete: (group error, one error per partition). A group still subscribed
+        to a topic keeps its offsets (GROUP_SUBSCRIBED_TO_TOPIC); a classic group that is
+        not Empty and not a consumer-protocol group refuses (NON_EMPTY_GROUP)."""
+        consumer_group = self.consumer.groups.get(group_id)
+        classic = self.groups.get(group_id)
+        if consumer_group is not None:
+            subscribed = consumer_group.subscribed_topic_names()
+        elif classic is None or classic.state == DEAD:
+            return ErrorCode.GROUP_ID_NOT_FOUND, []
+        elif classic.state != EMPTY and classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return ErrorCode.NON_EMPTY_GROUP, []
+        else:
+            subscribed = self._classic_subscribed_topics(classic)
+        stored = self.offsets.get(group_id, {})
+        errors: list[int] = []
+        for topic, partition in partitions:
+            if topic in subscribed:
+                errors.append(ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+            else:
+                stored.pop((topic, partition), None)
+                errors.append(ErrorCode.NONE)
+        return ErrorCode.NONE, errors
+
+    @staticmethod
+    def _classic_subscribed_topics(group: ClassicGroup) -> set[str]:
+        """The topics a classic consumer-protocol group's members subscribe to (none while
+        it is Empty or its members' subscriptions do not decode)."""
+        if group.state == EMPTY or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+            return set()
+        topics: set[str] = set()
+        for member in group.members.values():
+            try:
+                topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
+            except MalformedProtocol:
+                continue
+        return topics
 
     def group_details(self, group_id: str) -> dict[str, Any] | None:
         """A JSON-ready description of a group of either type; None when unknown."""
