@@ -86,6 +86,12 @@ LEVELS: dict[int, Level] = {
         ("transactional_ids",), "transaction_states", (("transactional_id", ""),)
     ),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Level(("group_ids",), "groups", (("group_id", ""),)),
+    ApiKey.DELETE_RECORDS: _topics(
+        "topics",
+        "topics",
+        Level(("partitions",), "partitions", (("partition_index", "partition_index"),)),
+        ("name", "name"),
+    ),
 }
 # Versions whose entries live elsewhere than LEVELS says.
 _OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))

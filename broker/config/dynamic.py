@@ -521,6 +521,7 @@ class DynamicConfigStore(PersistentStore):
                 plog = partition.log
                 policy = parse_list(value("cleanup.policy"))
                 deletes = "delete" in policy  # compact alone: no size or time retention, as Kafka
+                plog.delete_policy = deletes
                 plog.retention_bytes = int(value("retention.bytes")) if deletes else -1
                 override = topic.configs.get("retention.ms")
                 plog.retention_ms = (

@@ -26,6 +26,7 @@ from broker.handlers import (
     create_topics,
     delete_acls,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_acls,
     describe_client_quotas,
@@ -118,6 +119,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         consumer_group_heartbeat,
         consumer_group_describe,
         offset_delete,
+        delete_records,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

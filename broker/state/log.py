@@ -87,6 +87,8 @@ class PartitionLog:
         # cleanup.policy=compact: the cleaner's settings (None: not compacted), the
         # cleaner's checkpoint, and the active segment, which is never cleaned.
         self.compaction: CompactionConfig | None = None
+        # cleanup.policy includes delete (DeleteRecords is refused on compact-only logs)
+        self.delete_policy = True
         # Transactions: the first offset of each producer's open transaction here, and
         # the aborted ones (producer id, first offset, marker offset) in marker order.
         self._ongoing: dict[int, int] = {}
@@ -369,9 +371,19 @@ class PartitionLog:
         dropped = self._batches[self._first]
         self._first += 1
         self.size_bytes -= len(dropped.data)
-        self.log_start_offset = dropped.last_offset + 1
+        self.log_start_offset = max(self.log_start_offset, dropped.last_offset + 1)
         if self.aborted and self.aborted[0][2] < self.log_start_offset:
             self.aborted = [entry for entry in self.aborted if entry[2] >= self.log_start_offset]
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: the log start offset moves up to `offset` (never back; it may
+        fall inside a batch, as in Kafka), batches wholly before it go; the new log start."""
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            while self._first < len(self._batches) and self._batches[self._first].last_offset < offset:
+                self._drop_first()
+            self._compact()
+        return self.log_start_offset
 
     def _compact(self) -> None:
         if self._first > 1024 and self._first * 2 > len(self._batches):
