@@ -86,6 +86,12 @@ LEVELS: dict[int, Level] = {
         ("transactional_ids",), "transaction_states", (("transactional_id", ""),)
     ),
     ApiKey.CONSUMER_GROUP_DESCRIBE: Level(("group_ids",), "groups", (("group_id", ""),)),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: _topics(
+        "topics",
+        "topics",
+        Level(("partitions",), "partitions", (("partition", "partition"),)),
+        ("topic", "topic"),
+    ),
     ApiKey.DELETE_RECORDS: _topics(
         "topics",
         "topics",

@@ -51,6 +51,7 @@ from broker.handlers import (
     offset_commit,
     offset_delete,
     offset_fetch,
+    offset_for_leader_epoch,
     produce,
     sasl_authenticate,
     sasl_handshake,
@@ -120,6 +121,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         consumer_group_describe,
         offset_delete,
         delete_records,
+        offset_for_leader_epoch,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

@@ -396,6 +396,7 @@ CHECKS: dict[int, Check] = {
     ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
     ApiKey.OFFSET_DELETE: on_group(Operation.DELETE),
     ApiKey.DELETE_RECORDS: per_topic(Operation.DELETE),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: per_topic(Operation.DESCRIBE),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
     ApiKey.CREATE_TOPICS: _create_topics,

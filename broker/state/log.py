@@ -421,6 +421,28 @@ class PartitionLog:
             index += 1
         return b"".join(pieces), records
 
+    def end_offset_for_epoch(self, requested: int, current_epoch: int) -> tuple[int, int]:
+        """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a client
+        checking its position after a leader change. The cache is read off the retained
+        batches' leader epochs (each epoch starts at its first batch, the earliest at the
+        log start), plus the partition's `current_epoch` from the log end when no batch
+        was appended under it yet (Kafka writes that entry at the election)."""
+        if requested < 0:
+            return -1, -1
+        starts: list[tuple[int, int]] = []  # (epoch, start offset), epochs increasing
+        for stored in self._batches[self._first :]:
+            if not starts or stored.leader_epoch > starts[-1][0]:
+                starts.append((stored.leader_epoch, max(stored.base_offset, self.log_start_offset)))
+        if not starts or current_epoch > starts[-1][0]:
+            starts.append((current_epoch, self.log_end_offset))
+        if starts[-1][0] == requested:
+            return requested, self.log_end_offset
+        higher = next(((epoch, start) for epoch, start in starts if epoch > requested), None)
+        if higher is None:
+            return -1, -1
+        floor = [epoch for epoch, _ in starts if epoch <= requested]
+        return (floor[-1] if floor else requested), higher[1]
+
     def earliest_leader_epoch(self) -> int | None:
         """The leader epoch of the batch at the log start offset (None if the log is empty):
         the earliest entry of Kafka's leader epoch cache once truncated to the log start."""
