@@ -36,6 +36,7 @@ from broker.handlers import (
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,
+    elect_leaders,
     end_txn,
     fetch,
     find_coordinator,
@@ -122,6 +123,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         offset_delete,
         delete_records,
         offset_for_leader_epoch,
+        elect_leaders,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

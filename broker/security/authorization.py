@@ -23,6 +23,7 @@ from broker.context import CloseConnection, RequestContext
 from broker.error_responses import Selection, answer_with_errors, entries_of, error_response, level_for
 from broker.security.acls import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -281,6 +282,28 @@ def _consumer_group_heartbeat(access: Access, ctx: RequestContext, request: Any,
     return call(ctx, request)
 
 
+def _elect_leaders(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED for the request and each
+    partition it names (KafkaApis.handleElectLeaders)."""
+    if access.allows_cluster(Operation.ALTER):
+        return call(ctx, request)
+    Result = response_class(ctx.api_key).ReplicaElectionResult
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        replica_election_results=[
+            Result(
+                topic=t.topic,
+                partition_result=[
+                    Result.PartitionResult(partition_id=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topic_partitions or ()
+        ],
+    )
+
+
 def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
     if access.allows_cluster(Operation.CREATE):
         return call(ctx, request)
@@ -397,6 +420,7 @@ CHECKS: dict[int, Check] = {
     ApiKey.OFFSET_DELETE: on_group(Operation.DELETE),
     ApiKey.DELETE_RECORDS: per_topic(Operation.DELETE),
     ApiKey.OFFSET_FOR_LEADER_EPOCH: per_topic(Operation.DESCRIBE),
+    ApiKey.ELECT_LEADERS: _elect_leaders,
     ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
     ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
     ApiKey.CREATE_TOPICS: _create_topics,

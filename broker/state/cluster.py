@@ -412,6 +412,35 @@ class ClusterState:
             self.metadata_changed()
         return partition
 
+    def elect_leader(self, topic: str, index: int, preferred: bool) -> tuple[int, str | None]:
+        """ReplicationControlManager.electLeader: a preferred election gives the partition
+        back to its first replica if that broker is up; an unclean one gives an offline
+        partition to any live replica. (error code, message); NONE when elected."""
+        found = self.topics.get(topic)
+        if found is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such topic as {topic}"
+        if not 0 <= index < len(found.partitions):
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"No such partition as {topic}-{index}"
+        partition = found.partitions[index]
+        live = set(self.live_broker_ids())
+        has_leader = partition.leader in live
+        if preferred:
+            if has_leader and partition.leader == partition.replicas[0]:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            successor: int | None = partition.replicas[0] if partition.replicas[0] in live else None
+            missing = ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE
+        else:
+            if has_leader:
+                return ErrorCode.ELECTION_NOT_NEEDED, None
+            successor = next((r for r in partition.replicas if r in live), None)
+            missing = ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
+        if successor is None:
+            return missing, None
+        partition.leader = successor
+        partition.leader_epoch += 1
+        self.metadata_changed()
+        return ErrorCode.NONE, None
+
     def snapshot(self, listener: str | None = None) -> Cluster:
         """The cluster as a quota callback sees it (KIP-257's Cluster): nodes at their
         endpoint on `listener` (the first listener when None), partitions and leaders."""
