@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from broker import MockCluster
@@ -59,3 +59,16 @@ def test_unclean_and_unknown(cluster: MockCluster) -> None:
     }
     # Every partition (None): those already led by their preferred replica are left out.
     assert elect(cluster, ElectionType.PREFERRED, None) == {}
+
+
+def test_elections_need_alter_on_the_cluster() -> None:
+    secured = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=secured) as running:
+        running.create_topic("t", 1)
+        with pytest.raises(KafkaException) as refused:
+            elect(running, ElectionType.PREFERRED, [TopicPartition("t", 0)])
+        assert refused.value.args[0].code() == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        running.acls.add("User:ANONYMOUS", "ALTER", "CLUSTER", "kafka-cluster")
+        assert elect(running, ElectionType.PREFERRED, [TopicPartition("t", 0)]) == {
+            ("t", 0): ErrorCode.ELECTION_NOT_NEEDED
+        }
