@@ -31,6 +31,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "auto.create.topics.enable": ("true", "boolean", "create unknown topics on Metadata requests"),
     "num.partitions": ("1", "int", "partitions of auto-created topics and of CreateTopics with -1"),
     "default.replication.factor": ("1", "int", "replication factor of auto-created topics"),
+    "log.dirs": (
+        "/tmp/kafka-logs",
+        "list",
+        "the log directory DescribeLogDirs names (partitions are kept in memory, not there)",
+    ),
     "log.retention.bytes": ("-1", "long", "bytes kept per partition (-1: unbounded)"),
     "log.retention.check.interval.ms": ("300000", "long", "how often batches past retention.ms are deleted"),
     "log.cleaner.backoff.ms": ("15000", "long", "how often compacted partitions are checked for cleaning"),
@@ -200,6 +205,7 @@ READ_ONLY: frozenset[str] = frozenset(
         "group.consumer.assignors",
         "group.consumer.regex.refresh.interval.ms",
         "group.consumer.migration.policy",
+        "log.dirs",
     }
 )
 READ_ONLY_PREFIX = "ssl."

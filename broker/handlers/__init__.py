@@ -33,6 +33,7 @@ from broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     describe_producers,
     describe_transactions,
     describe_user_scram_credentials,
@@ -124,6 +125,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         delete_records,
         offset_for_leader_epoch,
         elect_leaders,
+        describe_log_dirs,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes
