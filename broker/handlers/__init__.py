@@ -17,6 +17,7 @@ from broker.handlers import (
     add_partitions_to_txn,
     alter_client_quotas,
     alter_configs,
+    alter_partition_reassignments,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -48,6 +49,7 @@ from broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     list_transactions,
     metadata,
     offset_commit,
@@ -126,6 +128,8 @@ HANDLERS: dict[int, HandlerSpec] = {
         offset_for_leader_epoch,
         elect_leaders,
         describe_log_dirs,
+        alter_partition_reassignments,
+        list_partition_reassignments,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

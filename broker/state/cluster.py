@@ -51,6 +51,10 @@ class Partition:
     replicas: list[int]
     log: PartitionLog
     leader_epoch: int = 0
+    # An ongoing reassignment (AlterPartitionReassignments): replicas being added, which
+    # have not caught up yet (their broker is down), and replicas to drop once they have.
+    adding: list[int] = field(default_factory=list)
+    removing: list[int] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -156,12 +160,15 @@ class ClusterState:
 
     def broker_up(self, node_id: int) -> None:
         """A broker is back. It leads again only its offline partitions (leaders elsewhere
-        stay, as with Kafka before its preferred-leader rebalance)."""
+        stay, as with Kafka before its preferred-leader rebalance); reassignments that
+        waited for its replicas complete."""
         self.brokers[node_id].up = True
         for topic in self.topics.values():
             for partition in topic.partitions:
                 if partition.leader == node_id:  # it was offline
                     partition.leader_epoch += 1
+                if partition.adding:
+                    self._maybe_complete_reassignment(partition)
         self.metadata_changed()
 
     # -- topics --------------------------------------------------------------
@@ -440,6 +447,96 @@ class ClusterState:
         partition.leader_epoch += 1
         self.metadata_changed()
         return ErrorCode.NONE, None
+
+    # -- reassignments (AlterPartitionReassignments, ReplicationControlManager) ---------
+    def reassign(
+        self,
+        topic: str,
+        index: int,
+        target: Sequence[int] | None,
+        allow_replication_factor_change: bool = True,
+    ) -> None:
+        """Moves a partition to the `target` replicas (None cancels an ongoing move).
+        New replicas catch up at once when their broker is up (the log is shared), so the
+        move completes then; a replica on a stopped broker keeps it in progress until the
+        broker returns. ClusterError with Kafka's code and message otherwise."""
+        found = self.topics.get(topic)
+        if found is None:
+            raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}.")
+        if not 0 <= index < len(found.partitions):
+            raise ClusterError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find partition {topic}:{index}."
+            )
+        partition = found.partitions[index]
+        original = [r for r in partition.replicas if r not in partition.adding]
+        if target is None:
+            if not partition.adding and not partition.removing:
+                raise ClusterError(
+                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No partition reassignment is in progress."
+                )
+            self._set_replicas(partition, original)
+            return
+        self._validate_assignment(target)
+        if not allow_replication_factor_change and len(target) != len(original):
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                f"The replication factor is changed from {len(original)} to {len(target)} but "
+                "allowReplicationFactorChange is false",
+            )
+        partition.adding = [r for r in target if r not in original]
+        partition.removing = [r for r in original if r not in target]
+        partition.replicas = list(target) + partition.removing
+        if not self._maybe_complete_reassignment(partition):
+            self.metadata_changed()
+
+    def reassignments(self) -> list[tuple[str, Partition]]:
+        """(topic, partition) of every reassignment in progress."""
+        return [
+            (name, p)
+            for name, topic in self.topics.items()
+            for p in topic.partitions
+            if p.adding or p.removing
+        ]
+
+    def _validate_assignment(self, replicas: Sequence[int]) -> None:
+        """validateManualPartitionAssignment, with its messages."""
+        if not replicas:
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                "The manual partition assignment includes an empty replica list.",
+            )
+        previous = None
+        for broker in sorted(replicas):
+            if broker not in self.brokers:
+                raise ClusterError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
+                )
+            if broker == previous:
+                raise ClusterError(
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                    f"The manual partition assignment includes the broker {broker} more than once.",
+                )
+            previous = broker
+
+    def _maybe_complete_reassignment(self, partition: Partition) -> bool:
+        """Stage 3: once every added replica is in sync (its broker up), the removed ones go."""
+        live = set(self.live_broker_ids())
+        if not all(r in live for r in partition.adding):
+            return False
+        self._set_replicas(partition, [r for r in partition.replicas if r not in partition.removing])
+        return True
+
+    def _set_replicas(self, partition: Partition, replicas: list[int]) -> None:
+        partition.replicas = replicas
+        partition.adding, partition.removing = [], []
+        live = set(self.live_broker_ids())
+        if partition.leader not in replicas or partition.leader not in live:
+            successor = next((r for r in replicas if r in live), None)
+            if successor is not None and successor != partition.leader:
+                partition.leader = successor
+                partition.leader_epoch += 1
+        self.metadata_changed()
 
     def snapshot(self, listener: str | None = None) -> Cluster:
         """The cluster as a quota callback sees it (KIP-257's Cluster): nodes at their
