@@ -36,6 +36,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "list",
         "the log directory DescribeLogDirs names (partitions are kept in memory, not there)",
     ),
+    "max.request.partition.size.limit": (
+        "2000",
+        "int",
+        "most partitions one DescribeTopicPartitions response holds",
+    ),
     "log.retention.bytes": ("-1", "long", "bytes kept per partition (-1: unbounded)"),
     "log.retention.check.interval.ms": ("300000", "long", "how often batches past retention.ms are deleted"),
     "log.cleaner.backoff.ms": ("15000", "long", "how often compacted partitions are checked for cleaning"),

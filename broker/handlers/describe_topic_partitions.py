@@ -1,0 +1,105 @@
+"""DescribeTopicPartitions (75, KIP-966): topics and their partitions like Metadata, paged
+by a cursor so that topics with many partitions fit in bounded responses
+(DescribeTopicPartitionsRequestHandler with KRaftMetadataCache.describeTopicResponse):
+topics in name order from the cursor's, at most `response_partition_limit` partitions
+(capped by `max.request.partition.size.limit`), and the cursor to continue from."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from broker.context import RequestContext
+from broker.security.acls import Operation, ResourceType
+from broker.state.cluster import Topic
+from messages.registry import response_class
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+API_KEY = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+Response = response_class(API_KEY)
+TopicResult = Response.DescribeTopicPartitionsResponseTopic
+PartitionResult = TopicResult.DescribeTopicPartitionsResponsePartition
+NO_TOPIC_ID = uuid.UUID(int=0)
+
+
+def _partitions(ctx: RequestContext, topic: Topic, start: int, limit: int) -> list[Any]:
+    live = set(ctx.cluster.live_broker_ids())
+    rows = []
+    for partition in topic.partitions[start : start + limit]:
+        leader_up = partition.leader in live
+        rows.append(
+            PartitionResult(
+                error_code=ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
+                partition_index=partition.index,
+                leader_id=partition.leader if leader_up else -1,
+                leader_epoch=partition.leader_epoch,
+                replica_nodes=list(partition.replicas),
+                isr_nodes=[r for r in partition.replicas if r in live],
+                eligible_leader_replicas=[],
+                last_known_elr=[],
+                offline_replicas=[r for r in partition.replicas if r not in live],
+            )
+        )
+    return rows
+
+
+def _failed(name: str, code: int) -> Any:
+    return TopicResult(error_code=code, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
+    cluster = ctx.cluster
+    cursor = request.cursor
+    if request.topics:
+        names = sorted({t.name for t in request.topics})
+        if cursor is not None and cursor.topic_name not in names:
+            # InvalidRequestException: getErrorResponse answers each requested topic with it
+            return ctx.response(
+                throttle_time_ms=0,
+                topics=[_failed(t.name, ErrorCode.INVALID_REQUEST) for t in request.topics],
+                next_cursor=None,
+            )
+        listing = False
+    else:  # every topic the caller may describe
+        names = sorted(cluster.topics)
+        listing = True
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    remaining = min(
+        request.response_partition_limit, ctx.broker.config.get_int("max.request.partition.size.limit")
+    )
+    results: list[Any] = []
+    next_cursor = None
+    for name in names:
+        allowed = authorizer.authorize(principal, host, Operation.DESCRIBE, ResourceType.TOPIC, name)
+        if not allowed:
+            if not listing:
+                results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
+        topic = cluster.topics.get(name)
+        if topic is None:
+            results.append(_failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        if remaining <= 0:
+            next_cursor = Response.Cursor(topic_name=name, partition_index=0)
+            break
+        start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        rows = _partitions(ctx, topic, start, remaining)
+        remaining -= len(rows)
+        operations = authorizer.authorized_operations(principal, host, ResourceType.TOPIC, name)
+        results.append(
+            TopicResult(
+                error_code=ErrorCode.NONE,
+                name=name,
+                topic_id=topic.topic_id,
+                is_internal=topic.is_internal,
+                partitions=rows,
+                topic_authorized_operations=sum(1 << op for op in operations),
+            )
+        )
+        if start + len(rows) < len(topic.partitions):
+            next_cursor = Response.Cursor(topic_name=name, partition_index=start + len(rows))
+            break
+    return ctx.response(throttle_time_ms=0, topics=results, next_cursor=next_cursor)
