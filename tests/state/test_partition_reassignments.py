@@ -52,14 +52,13 @@ def test_a_partition_moves_with_its_data_and_its_leader(
     assert values == [b"before", b"after"]
 
 
-def test_a_move_to_a_stopped_broker_waits_and_can_be_cancelled(
-    cluster: MockCluster, admin: KafkaAdminClient
-) -> None:
+def test_a_move_to_a_stopped_broker_waits_and_can_be_cancelled(cluster: MockCluster) -> None:
     partition = cluster.state.topics["t"].partitions[0]
     old = partition.replicas[0]
-    # not the controller (broker 0), which the admin client sends to
     down = next(b for b in (1, 2) if b != old)
     cluster.stop_broker(down)
+    # A client created now knows only the live brokers (kafka-python may send to any).
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
     admin.alter_partition_reassignments({TopicPartition("t", 0): [down]})
     listed = admin.list_partition_reassignments()
     [ongoing] = listed.values()
@@ -73,6 +72,7 @@ def test_a_move_to_a_stopped_broker_waits_and_can_be_cancelled(
     assert (partition.replicas, admin.list_partition_reassignments()) == ([old], {})
     admin.alter_partition_reassignments({TopicPartition("t", 0): [down]})
     cluster.start_broker(down)  # it catches up: the move completes
+    admin.close()
     assert (partition.replicas, partition.leader) == ([down], down)
 
 
