@@ -36,6 +36,7 @@ from broker.handlers import (
     describe_groups,
     describe_log_dirs,
     describe_producers,
+    describe_quorum,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -132,6 +133,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         alter_partition_reassignments,
         list_partition_reassignments,
         describe_topic_partitions,
+        describe_quorum,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

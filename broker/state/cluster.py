@@ -128,6 +128,11 @@ class ClusterState:
         # Bumped when a topic is created (Kafka's lastMetadataImageWithNewTopics), for
         # consumer groups' regex subscriptions.
         self.topic_version = 0
+        # The metadata log the mock pretends the controller keeps (DescribeQuorum): one
+        # record per change, and a new leader epoch whenever the controller moves.
+        self.metadata_offset = 0
+        self.controller_epoch = 1
+        self._last_controller = -1
         # GROUP config resources (KIP-848 GroupConfig): group id -> configs it sets
         self.group_configs: dict[str, dict[str, str]] = {}
         # Topics a Metadata request asked to auto-create, until the controller is done
@@ -559,5 +564,11 @@ class ClusterState:
         return Cluster(self.cluster_id, tuple(nodes.values()), partitions)
 
     def metadata_changed(self) -> None:
+        self.metadata_offset += 1
+        controller = self.controller_id
+        if controller != self._last_controller:
+            if self._last_controller != -1:
+                self.controller_epoch += 1
+            self._last_controller = controller
         for listener in self.metadata_listeners:
             listener()
