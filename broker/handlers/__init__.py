@@ -63,6 +63,7 @@ from broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    update_features,
     write_txn_markers,
 )
 from messages.registry import schema_versions
@@ -134,6 +135,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         list_partition_reassignments,
         describe_topic_partitions,
         describe_quorum,
+        update_features,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

@@ -10,13 +10,11 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsResponse
 
 from broker.context import RequestContext
+from broker.state.features import SUPPORTED
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.API_VERSIONS
-# (feature, supported min, supported max, finalized level)
-FEATURES = (("transaction.version", 0, 2, 2),)
-FINALIZED_FEATURES_EPOCH = 1  # Kafka's is the metadata offset; they never change here
 
 
 def _api_keys(advertised: Mapping[int, tuple[int, int]]) -> list[Any]:
@@ -38,6 +36,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx.response(
             error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker.advertised_apis), throttle_time_ms=0
         )
+    features = ctx.cluster.features
     ctx.connection.client_software_name = request.client_software_name or ""
     ctx.connection.client_software_version = request.client_software_version or ""
     return ctx.response(
@@ -46,13 +45,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         supported_features=[
             ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
-            for name, low, high, _ in FEATURES
+            for name, (low, high) in SUPPORTED.items()
         ],
-        finalized_features_epoch=FINALIZED_FEATURES_EPOCH,
+        finalized_features_epoch=features.epoch,
         finalized_features=[
             ApiVersionsResponse.FinalizedFeatureKey(
                 name=name, max_version_level=level, min_version_level=level
             )
-            for name, _, _, level in FEATURES
+            for name, level in features.finalized.items()
         ],
     )

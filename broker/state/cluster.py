@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 from broker.config.broker_config import BrokerConfig
 from broker.config.topic_configs import topic_configs_error
+from broker.state.features import FeatureControl
 from broker.state.log import PartitionLog
 from protocol.errors import ErrorCode
 from quotas.callback import Cluster, Node, PartitionInfo
@@ -133,6 +134,7 @@ class ClusterState:
         self.metadata_offset = 0
         self.controller_epoch = 1
         self._last_controller = -1
+        self.features = FeatureControl()  # finalized features (ApiVersions, UpdateFeatures)
         # GROUP config resources (KIP-848 GroupConfig): group id -> configs it sets
         self.group_configs: dict[str, dict[str, str]] = {}
         # Topics a Metadata request asked to auto-create, until the controller is done
