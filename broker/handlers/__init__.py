@@ -18,6 +18,7 @@ from broker.handlers import (
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_replica_log_dirs,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -136,6 +137,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         describe_topic_partitions,
         describe_quorum,
         update_features,
+        alter_replica_log_dirs,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

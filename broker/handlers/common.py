@@ -1,7 +1,8 @@
-"""Lookups shared by the partition-level handlers (produce, fetch, list offsets)."""
+"""Lookups shared by the partition-level handlers (produce, fetch, list offsets, log dirs)."""
 
 from __future__ import annotations
 
+import os
 import uuid
 
 from broker.context import RequestContext
@@ -33,3 +34,9 @@ def led_partition(
         if current_leader_epoch > partition.leader_epoch:
             return None, ErrorCode.UNKNOWN_LEADER_EPOCH
     return partition, ErrorCode.NONE
+
+
+def log_dir(ctx: RequestContext) -> str:
+    """This broker's one log directory: the first entry of `log.dirs`, made absolute
+    (DescribeLogDirs, AlterReplicaLogDirs; the logs themselves are in memory)."""
+    return os.path.abspath(ctx.broker.config.get_str("log.dirs").split(",")[0].strip())

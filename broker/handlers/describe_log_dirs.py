@@ -11,6 +11,7 @@ import shutil
 from typing import Any
 
 from broker.context import RequestContext
+from broker.handlers.common import log_dir
 from broker.security.authorizer import DESCRIBE
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
@@ -58,15 +59,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ]
         if partitions:
             topics.append(TopicResult(name=name, partitions=partitions))
-    log_dir = os.path.abspath(ctx.broker.config.get_str("log.dirs").split(",")[0].strip())
-    total, usable = _volume(log_dir)
+    directory = log_dir(ctx)
+    total, usable = _volume(directory)
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
         results=[
             Result(
                 error_code=ErrorCode.NONE,
-                log_dir=log_dir,
+                log_dir=directory,
                 topics=topics,
                 total_bytes=total,
                 usable_bytes=usable,

@@ -65,3 +65,22 @@ def test_describe_on_the_cluster_is_needed() -> None:
         [answer] = cluster.requests.list(api_key=35)
     assert described == [{"broker": 0, "log_dirs": []}]  # kafka-python drops the top-level error
     assert answer["response"]["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_replicas_stay_in_the_one_log_dir() -> None:
+    """AlterReplicaLogDirs (34): the broker's own directory is accepted (nothing moves),
+    another path is LOG_DIR_NOT_FOUND, a partition it holds no replica of
+    REPLICA_NOT_AVAILABLE."""
+    with MockCluster(brokers=2, config={"log.dirs": "/var/lib/kafka/data"}) as cluster:
+        cluster.create_topic("t", 2, replication_factor=1)
+        holders = {p.index: p.replicas[0] for p in cluster.state.topics["t"].partitions}
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            here = admin.alter_replica_log_dirs({("t", 0, holders[0]): "/var/lib/kafka/data"})
+            elsewhere = admin.alter_replica_log_dirs({("t", 0, holders[0]): "/mnt/other"})
+            missing = admin.alter_replica_log_dirs({("t", 1, 1 - holders[1]): "/var/lib/kafka/data"})
+        finally:
+            admin.close()
+    assert [e.errno for e in here.values()] == [ErrorCode.NONE]
+    assert [e.errno for e in elsewhere.values()] == [ErrorCode.LOG_DIR_NOT_FOUND]
+    assert [e.errno for e in missing.values()] == [ErrorCode.REPLICA_NOT_AVAILABLE]
