@@ -1,9 +1,12 @@
-"""Lookups shared by the partition-level handlers (produce, fetch, list offsets, log dirs)."""
+"""Lookups shared by the partition-level handlers (produce, fetch, list offsets, metadata,
+log dirs)."""
 
 from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
 
 from broker.context import RequestContext
 from broker.state.cluster import Partition, Topic
@@ -40,3 +43,25 @@ def log_dir(ctx: RequestContext) -> str:
     """This broker's one log directory: the first entry of `log.dirs`, made absolute
     (DescribeLogDirs, AlterReplicaLogDirs; the logs themselves are in memory)."""
     return os.path.abspath(ctx.broker.config.get_str("log.dirs").split(",")[0].strip())
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """How Metadata and DescribeTopicPartitions show a partition, given the live brokers:
+    offline (LEADER_NOT_AVAILABLE, leader -1) while its leader is down; the in-sync
+    replicas are the live ones (the log is shared), the others are offline."""
+
+    error_code: int
+    leader_id: int
+    isr: list[int]
+    offline: list[int]
+
+    @classmethod
+    def of(cls, partition: Partition, live: Collection[int]) -> PartitionState:
+        leader_up = partition.leader in live
+        return cls(
+            ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
+            partition.leader if leader_up else -1,
+            [r for r in partition.replicas if r in live],
+            [r for r in partition.replicas if r not in live],
+        )

@@ -10,6 +10,7 @@ import uuid
 from typing import Any
 
 from broker.context import RequestContext
+from broker.handlers.common import PartitionState
 from broker.security.acls import Operation, ResourceType
 from broker.state.cluster import Topic
 from messages.registry import response_class
@@ -27,18 +28,18 @@ def _partitions(ctx: RequestContext, topic: Topic, start: int, limit: int) -> li
     live = set(ctx.cluster.live_broker_ids())
     rows = []
     for partition in topic.partitions[start : start + limit]:
-        leader_up = partition.leader in live
+        state = PartitionState.of(partition, live)
         rows.append(
             PartitionResult(
-                error_code=ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
+                error_code=state.error_code,
                 partition_index=partition.index,
-                leader_id=partition.leader if leader_up else -1,
+                leader_id=state.leader_id,
                 leader_epoch=partition.leader_epoch,
                 replica_nodes=list(partition.replicas),
-                isr_nodes=[r for r in partition.replicas if r in live],
+                isr_nodes=state.isr,
                 eligible_leader_replicas=[],
                 last_known_elr=[],
-                offline_replicas=[r for r in partition.replicas if r not in live],
+                offline_replicas=state.offline,
             )
         )
     return rows

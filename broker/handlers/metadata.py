@@ -18,6 +18,7 @@ from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.handlers.common import PartitionState
 from broker.handlers.describe_cluster import cluster_operations
 from broker.security.acls import ResourceType
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
@@ -39,17 +40,16 @@ def topic_entry(ctx: RequestContext, topic: Topic) -> Any:
     live = set(ctx.cluster.live_broker_ids())
     partitions = []
     for partition in topic.partitions:
-        leader_up = partition.leader in live
-        isr = [r for r in partition.replicas if r in live]
+        state = PartitionState.of(partition, live)
         partitions.append(
             PartitionEntry(
-                error_code=ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
+                error_code=state.error_code,
                 partition_index=partition.index,
-                leader_id=partition.leader if leader_up else -1,
+                leader_id=state.leader_id,
                 leader_epoch=partition.leader_epoch,
                 replica_nodes=list(partition.replicas),
-                isr_nodes=isr,
-                offline_replicas=[r for r in partition.replicas if r not in live],
+                isr_nodes=state.isr,
+                offline_replicas=state.offline,
             )
         )
     return TopicEntry(
