@@ -985,9 +985,9 @@ class ConsumerGroupManager:
                 )
 
     def delete(self, group_id: str) -> None:
-        group = self.groups.pop(group_id)
-        for member_id in list(group.members):
-            self._cancel_member_timers(group_id, member_id)
+        """The group goes (deleted, or converted to a classic group), with its timers."""
+        del self.groups[group_id]
+        self.timers.cancel_group(group_id)
 
     def assignment_rows(
         self, assignment: Mapping[uuid.UUID, frozenset[int]]
