@@ -19,6 +19,7 @@ from broker.security.credentials import CredentialStore
 from broker.security.sasl import SaslSession
 from broker.state.cluster import ClusterState
 from broker.state.groups import GroupCoordinator
+from broker.state.replica_selector import ReplicaSelector
 from broker.state.transactions import TransactionCoordinator
 from messages.registry import response_class
 from quotas.callback import KafkaPrincipal
@@ -56,6 +57,11 @@ class BrokerView(Protocol):
     def credentials(self) -> CredentialStore: ...
     @property
     def authorizer(self) -> Authorizer: ...
+    @property
+    def replica_selector(self) -> ReplicaSelector | None:
+        """replica.selector.class (KIP-392): who picks consumers' preferred read replica;
+        None: the leader serves them."""
+
     @property
     def advertised_apis(self) -> Mapping[int, tuple[int, int]]:
         """API key -> (min, max) version this broker serves: what ApiVersions answers."""

@@ -15,7 +15,13 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from broker.config.broker_config import SUPPORTED_SECURITY_PROTOCOLS, BrokerConfig, Endpoint, parse_endpoints
+from broker.config.broker_config import (
+    SUPPORTED_SECURITY_PROTOCOLS,
+    BrokerConfig,
+    Endpoint,
+    broker_racks,
+    parse_endpoints,
+)
 from broker.config.dynamic import DynamicConfigStore, SqliteConfigStorage
 from broker.harness.conformance import ConformanceTracker
 from broker.harness.faults import FaultInjector
@@ -30,6 +36,7 @@ from broker.security.tls import server_context
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, ClusterState, Partition, Topic
 from broker.state.groups import GroupCoordinator
+from broker.state.replica_selector import REPLICA_SELECTOR_CONFIG, load_replica_selector
 from broker.state.transactions import TransactionCoordinator
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
@@ -75,6 +82,9 @@ class MockCluster:
                 enabled_mechanisms(self.config, endpoint.listener)  # fails early on an unknown one
             server_context(self.config, endpoint.listener)  # and on missing or bad TLS files
         advertised = parse_endpoints(self.config.get_str("advertised.listeners"))
+        # Fail before anything is opened: a misnumbered rack list, an unknown selector class.
+        racks = broker_racks(self.config.get_str("broker.rack"), brokers)
+        load_replica_selector(self.config.get_str(REPLICA_SELECTOR_CONFIG))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         state_dir = self.config.get_str("state.dir")
@@ -131,6 +141,7 @@ class MockCluster:
                 self.configs,
                 _shift(listeners, i),
                 _shift(advertised, i),
+                rack=racks[i],
             )
             for i in range(brokers)
         ]

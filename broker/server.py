@@ -19,6 +19,7 @@ from broker.security.authorization import AuthorizationStage
 from broker.security.sasl import enabled_mechanisms
 from broker.security.tls import server_context
 from broker.state.cluster import BrokerNode, ClusterState
+from broker.state.replica_selector import REPLICA_SELECTOR_CONFIG, ReplicaSelector, load_replica_selector
 from broker.throttling import (
     build_quota_managers,
     callback_configs,
@@ -58,8 +59,11 @@ class BrokerServer:
         configs: DynamicConfigStore,
         listeners: list[Endpoint],
         advertised: list[Endpoint] | None = None,
+        rack: str | None = None,
     ) -> None:
         self.node_id = node_id
+        # broker.rack: shown by Metadata and DescribeCluster, matched by RackAwareReplicaSelector
+        self.rack = rack
         self.cluster = cluster
         self.groups = groups
         self.transactions = transactions
@@ -73,6 +77,10 @@ class BrokerServer:
         self.config_validators: list[ConfigValidator] = [self._refuse_unusable]
         self.config_listeners: list[ConfigListener] = [self._reconfigure]
         self.config = configs.attach(self)  # this broker's effective view
+        # KIP-392: None (the default) keeps consumers on the leader at no cost per fetch.
+        self.replica_selector: ReplicaSelector | None = load_replica_selector(
+            self.config.get_str(REPLICA_SELECTOR_CONFIG)
+        )
         self.listeners = listeners
         self._advertised = advertised or []
         self.bound: dict[str, Endpoint] = {}
@@ -144,7 +152,7 @@ class BrokerServer:
             endpoints[endpoint.listener] = (advertised.host, advertised.port)
         node = self.cluster.brokers.get(self.node_id)
         if node is None:
-            self.cluster.brokers[self.node_id] = BrokerNode(self.node_id, endpoints)
+            self.cluster.brokers[self.node_id] = BrokerNode(self.node_id, endpoints, self.rack)
             self.cluster.metadata_changed()
         else:
             node.endpoints = endpoints

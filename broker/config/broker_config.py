@@ -28,6 +28,18 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "listener name to security protocol",
     ),
     "cluster.id": ("MkU3OEVBNTcwNTJENDM2Qk", "string", "cluster id returned in Metadata"),
+    "broker.rack": (
+        "",
+        "string",
+        "rack of the brokers (Metadata, DescribeCluster, KIP-392): one value for every broker, or"
+        " a comma-separated list with one entry per broker of --brokers N (empty entry or value: none)",
+    ),
+    "replica.selector.class": (
+        "",
+        "class",
+        "KIP-392 preferred read replica for consumers: org.apache.kafka.common.replica."
+        "RackAwareReplicaSelector or LeaderReplicaSelector (empty: the leader serves)",
+    ),
     "auto.create.topics.enable": ("true", "boolean", "create unknown topics on Metadata requests"),
     "num.partitions": ("1", "int", "partitions of auto-created topics and of CreateTopics with -1"),
     "default.replication.factor": ("1", "int", "replication factor of auto-created topics"),
@@ -176,6 +188,8 @@ READ_ONLY: frozenset[str] = frozenset(
         "advertised.listeners",
         "listener.security.protocol.map",
         "cluster.id",
+        "broker.rack",
+        "replica.selector.class",
         "state.dir",
         "sasl.users.file",
         "metrics.dir",
@@ -315,6 +329,23 @@ def parse_endpoints(value: str) -> list[Endpoint]:
             raise ValueError(f"invalid listener {item!r}: expected NAME://host:port")
         endpoints.append(Endpoint(name.upper(), host.strip("[]"), int(port)))
     return endpoints
+
+
+def broker_racks(value: str, brokers: int) -> list[str | None]:
+    """The rack of each of `brokers` brokers from `broker.rack`: one value is every
+    broker's (one server.properties for all), a comma-separated list gives broker i its
+    i-th entry; an empty value or entry is no rack (Kafka's null). ValueError when a
+    list's length is not the number of brokers: a misnumbered list would put brokers in
+    racks nobody meant."""
+    entries = [entry.strip() or None for entry in value.split(",")]
+    if len(entries) == 1:
+        return entries * brokers
+    if len(entries) != brokers:
+        raise ValueError(
+            f"broker.rack={value}: {len(entries)} racks for {brokers} broker(s); give one rack for"
+            " every broker or one per broker"
+        )
+    return entries
 
 
 def config_string(value: object) -> str:

@@ -6,6 +6,15 @@ declines them: session id 0 in every response, so clients keep sending full fetc
 Under consumer_byte_rate a fetch asks for at most quota x (samples - 1) windows of
 bytes, the response's size is recorded, and a throttled client gets an empty response
 (error NONE, no partitions) with the bytes taken back, as Kafka's KafkaApis does.
+
+KIP-392, fetch from follower: a consumer's fetch from v11 on carries client metadata, so
+(as Kafka's FetchParams.fetchOnlyLeader says) a follower serves it from its replica up to
+the high watermark; older versions and other brokers' (replica) fetches get
+NOT_LEADER_OR_FOLLOWER there. With `replica.selector.class` set, the leader asks the
+selector for the consumer's preferred read replica and, when it names a follower, answers
+that partition at once with no records and the follower's id (ReplicaManager.readFromLog).
+Both live off the leader's path: a follower is looked at only where the leader check
+failed, the selector only when one is configured.
 """
 
 from __future__ import annotations
@@ -19,7 +28,14 @@ from kafka.protocol.consumer import FetchResponse
 from broker import throttling
 from broker.context import RequestContext
 from broker.handlers.common import find_topic, led_partition
-from broker.state.cluster import Partition
+from broker.state.cluster import Partition, Topic
+from broker.state.replica_selector import (
+    NO_PREFERRED_REPLICA,
+    ClientMetadata,
+    ReplicaSelector,
+    ReplicaView,
+    preferred_read_replica,
+)
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -28,6 +44,72 @@ TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
 AbortedTransaction = PartitionResult.AbortedTransaction
 READ_COMMITTED = 1
+FETCH_FROM_FOLLOWER_VERSION = 11  # the first version with client metadata (rack_id)
+_NOT_LEADER = int(ErrorCode.NOT_LEADER_OR_FOLLOWER)  # a plain int: compared on every partition
+
+
+def _replica_id(ctx: RequestContext, request: Any) -> int:
+    """Who fetches: a broker id for a replica's fetch, negative for a consumer (v15 moved
+    the id into replica_state)."""
+    if ctx.api_version >= 15:
+        state = request.replica_state
+        return -1 if state is None else int(state.replica_id)
+    return int(request.replica_id)
+
+
+def _follower_partition(
+    ctx: RequestContext, request: Any, topic: Topic, index: int, current_leader_epoch: int
+) -> tuple[Partition | None, int]:
+    """The partition when this broker, not its leader, may serve the fetch from its
+    replica, else the error, in the order of Kafka's Partition.localLogWithEpochOrThrow:
+    a broker holding no replica is NOT_LEADER_OR_FOLLOWER, the leader epoch is checked
+    next, then fetchOnlyLeader (a replica's fetch, or a consumer's before v11) refuses."""
+    partition = topic.partitions[index]
+    if ctx.node_id not in partition.replicas:
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+    if current_leader_epoch >= 0:
+        if current_leader_epoch < partition.leader_epoch:
+            return None, ErrorCode.FENCED_LEADER_EPOCH
+        if current_leader_epoch > partition.leader_epoch:
+            return None, ErrorCode.UNKNOWN_LEADER_EPOCH
+    if ctx.api_version < FETCH_FROM_FOLLOWER_VERSION or _replica_id(ctx, request) >= 0:
+        return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return partition, ErrorCode.NONE
+
+
+def _client_metadata(ctx: RequestContext, request: Any) -> ClientMetadata | None:
+    """DefaultClientMetadata for a consumer's fetch that carries it (v11+), for the
+    replica selector; None for older versions and replicas' fetches: the leader serves."""
+    if ctx.api_version < FETCH_FROM_FOLLOWER_VERSION or _replica_id(ctx, request) >= 0:
+        return None
+    connection = ctx.connection
+    return ClientMetadata(
+        request.rack_id or "",
+        ctx.client_id,
+        connection.peer[0],
+        str(connection.principal),
+        connection.listener,
+    )
+
+
+def _preferred_replica(
+    ctx: RequestContext, selector: ReplicaSelector, client: ClientMetadata, partition: Partition, offset: int
+) -> int:
+    """The selector's choice for a partition this broker leads. Every replica reads the one
+    shared log, so a follower on a live broker is in sync with the leader's offsets."""
+    log = partition.log
+    end, start = log.log_end_offset, log.log_start_offset
+    brokers = ctx.cluster.brokers
+    leader_node = brokers.get(partition.leader)
+    leader = ReplicaView(partition.leader, leader_node.rack if leader_node is not None else None, end)
+    followers = [
+        (ReplicaView(r, node.rack, end), start, node.up)
+        for r in partition.replicas
+        if r != partition.leader and (node := brokers.get(r)) is not None
+    ]
+    return preferred_read_replica(
+        selector, partition.topic, partition.index, client, leader, followers, offset
+    )
 
 
 def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[Any], bool, list[Partition]]:
@@ -38,10 +120,12 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
     ctx.record_count, ctx.partition_count = 0, sum(len(t.partitions) for t in request.topics)
     ctx.error_code = ctx.error_count = 0  # counted here: the metrics row need not walk the response
     total = 0
-    has_error = False
+    has_error = has_preferred = False
     read: list[Partition] = []
     results = []
     committed_only = ctx.api_version >= 4 and request.isolation_level == READ_COMMITTED
+    selector = ctx.broker.replica_selector
+    client = _client_metadata(ctx, request) if selector is not None else None
     for fetch_topic in request.topics:
         topic, topic_error = find_topic(
             ctx, None if uses_ids else fetch_topic.topic, fetch_topic.topic_id if uses_ids else None
@@ -51,9 +135,14 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
             partition, error = (None, topic_error)
             if topic is not None:
                 partition, error = led_partition(ctx, topic, wanted.partition, wanted.current_leader_epoch)
+                if error == _NOT_LEADER:
+                    partition, error = _follower_partition(
+                        ctx, request, topic, wanted.partition, wanted.current_leader_epoch
+                    )
             records = b""
             high_watermark = log_start = stable = -1
             aborted = None
+            preferred = NO_PREFERRED_REPLICA
             if partition is not None:
                 log = partition.log
                 read.append(partition)
@@ -62,7 +151,12 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                 # read_committed reads up to the last stable offset, with the aborted
                 # transactions in that range so the client can drop their records
                 end = stable if committed_only else high_watermark
-                if not log_start <= wanted.fetch_offset <= high_watermark:
+                if selector is not None and client is not None and partition.leader == ctx.node_id:
+                    preferred = _preferred_replica(ctx, selector, client, partition, wanted.fetch_offset)
+                if preferred != NO_PREFERRED_REPLICA:
+                    # ReplicaManager.readFromLog skips the read: offsets only, sent at once
+                    has_preferred = True
+                elif not log_start <= wanted.fetch_offset <= high_watermark:
                     error = ErrorCode.OFFSET_OUT_OF_RANGE
                 elif wanted.fetch_offset < end and (remaining > 0 or total == remaining == 0):
                     # KIP-74: the first batch even when max_bytes is 0 (a NaN consumer_byte_rate)
@@ -93,14 +187,15 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     last_stable_offset=stable,
                     log_start_offset=log_start,
                     aborted_transactions=aborted if aborted or not committed_only else [],
-                    preferred_read_replica=-1,
+                    preferred_read_replica=preferred,
                     records=records,
                 )
             )
         results.append(
             TopicResult(topic=fetch_topic.topic, topic_id=fetch_topic.topic_id, partitions=partitions)
         )
-    return results, has_error or total >= min(request.min_bytes, max_bytes), read
+    # Kafka answers at once on an error and when it names a preferred read replica.
+    return results, has_error or has_preferred or total >= min(request.min_bytes, max_bytes), read
 
 
 def _respond(ctx: RequestContext, results: list[Any]) -> Any:
