@@ -21,6 +21,7 @@ from broker.state.cluster import ClusterState
 from broker.state.groups import GroupCoordinator
 from broker.state.replica_selector import ReplicaSelector
 from broker.state.transactions import TransactionCoordinator
+from broker.telemetry.manager import ClientMetricsManager
 from messages.registry import response_class
 from quotas.callback import KafkaPrincipal
 from quotas.manager import ClientQuotaManager, ClientSensors, QuotaManagers
@@ -61,6 +62,10 @@ class BrokerView(Protocol):
     def replica_selector(self) -> ReplicaSelector | None:
         """replica.selector.class (KIP-392): who picks consumers' preferred read replica;
         None: the leader serves them."""
+
+    @property
+    def telemetry(self) -> ClientMetricsManager | None:
+        """KIP-714's client instances; None unless telemetry.enabled."""
 
     @property
     def advertised_apis(self) -> Mapping[int, tuple[int, int]]:

@@ -38,6 +38,7 @@ from broker.state.cluster import ClusterError, ClusterState, Partition, Topic
 from broker.state.groups import GroupCoordinator
 from broker.state.replica_selector import REPLICA_SELECTOR_CONFIG, load_replica_selector
 from broker.state.transactions import TransactionCoordinator
+from broker.telemetry.admin import ClientMetricsAdmin
 from quotas.sensor import Metric
 from quotas.store import SqliteQuotaStorage
 
@@ -147,6 +148,14 @@ class MockCluster:
         ]
         for broker in self.brokers:
             self._plug_harness(broker)
+        # KIP-714 subscriptions from Python: cluster.client_metrics.set("all", ["*"], 1000)
+        self.client_metrics = ClientMetricsAdmin(
+            self.configs,
+            self.state,
+            lambda: [broker.telemetry for broker in self.brokers if broker.telemetry is not None],
+            self._call_from_thread,
+            self.on_loop,
+        )
 
     def _plug_harness(self, broker: BrokerServer) -> None:
         """The harness joins each broker's request pipeline at its seams."""
@@ -155,6 +164,8 @@ class MockCluster:
         if self.metrics_sink is not None:
             pipeline.add_observer(self.metrics_sink)
             self.metrics_sink.backlog_listeners.append(broker.hold_requests)
+            if broker.telemetry is not None:
+                broker.telemetry.exporters.append(self.metrics_sink.export_client_metrics)
         pipeline.add_observer(self.conformance)
         if self.requests.enabled:
             pipeline.add_observer(self.requests)

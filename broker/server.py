@@ -20,6 +20,7 @@ from broker.security.sasl import enabled_mechanisms
 from broker.security.tls import server_context
 from broker.state.cluster import BrokerNode, ClusterState
 from broker.state.replica_selector import REPLICA_SELECTOR_CONFIG, ReplicaSelector, load_replica_selector
+from broker.telemetry.manager import ClientMetricsManager
 from broker.throttling import (
     build_quota_managers,
     callback_configs,
@@ -107,8 +108,17 @@ class BrokerServer:
         self.waiting_connections: deque[Connection] = deque()  # for a slot under max.connections
         # Every request goes through the pipeline; harnesses add their interceptors and
         # observers to it (see MockCluster).
+        # KIP-714: client instances exist only when telemetry is on (off costs nothing).
+        self.telemetry: ClientMetricsManager | None = None
+        if self.config.get_bool("telemetry.enabled"):
+            self.telemetry = ClientMetricsManager(
+                cluster.client_metrics, lambda: self.config.get_int("telemetry.max.bytes")
+            )
         self.pipeline = RequestPipeline(
-            self, enabled_handlers(self.config.get_str("group.coordinator.rebalance.protocols"))
+            self,
+            enabled_handlers(
+                self.config.get_str("group.coordinator.rebalance.protocols"), self.telemetry is not None
+            ),
         )
         if authorizer.enabled:  # first in line, before any harness interceptor
             self.pipeline.add_interceptor(AuthorizationStage(authorizer))
@@ -187,6 +197,8 @@ class BrokerServer:
             self.quota_managers.connections.release(connection.peer[0])
         elif connection in self.waiting_connections:
             self.waiting_connections.remove(connection)
+        if self.telemetry is not None:
+            self.telemetry.connection_closed(connection.connection_id)
         self._admit_waiting()
 
     def _admit_waiting(self) -> None:

@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from pyspark.sql import Column, DataFrame, SparkSession, Window, types
 from pyspark.sql import functions as F
 
+from spark import schema
 from spark.schema import COLUMN_NAMES, COLUMNS, SPARK_TYPES
 
 # The APIs with a quota of their own besides the request quota, by API key (Kafka's
@@ -79,11 +80,16 @@ _UNITS_MS = {
 _WINDOW_RE = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
 
 
-def spark_schema() -> types.StructType:
-    """The metrics schema (spark/schema.py) as a pyspark StructType, given to readers up front."""
-    return types.StructType(
-        [types.StructField(c.name, getattr(types, SPARK_TYPES[c.kind])(), c.nullable) for c in COLUMNS]
-    )
+def spark_schema(columns: tuple[schema.Column, ...] = COLUMNS) -> types.StructType:
+    """A metrics schema (spark/schema.py) as a pyspark StructType, given to readers up front."""
+    return types.StructType([types.StructField(c.name, _spark_type(c.kind), c.nullable) for c in columns])
+
+
+def _spark_type(kind: str) -> types.DataType:
+    if kind == "map_string":
+        return types.MapType(types.StringType(), types.StringType())
+    return getattr(types, SPARK_TYPES[kind])()
+
 
 def parse_window(text: str) -> int:
     """ "10s", "500ms", "1m", "2 hours" -> milliseconds (a positive integer)."""

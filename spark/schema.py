@@ -1,7 +1,10 @@
-"""The request-metrics schema: the one contract between the broker's Parquet sink and the
-Spark jobs (and any other reader). Both build their schemas from `COLUMNS` here.
+"""The metrics schemas: the one contract between the broker's Parquet sink and the Spark
+jobs (and any other reader). Both build their schemas from `COLUMNS` and
+`CLIENT_METRICS_COLUMNS` here.
 
-One row per request, written after its response. Column names are fixed: tools rely
+The request table: one row per request, written after its response. The client metrics
+table (KIP-714, under `CLIENT_METRICS_DIR` of the same directory): one row per data point
+a client pushed. Column names are fixed: tools rely
 on them. Bump SCHEMA_VERSION when a column changes; it is stored in every file's
 Parquet metadata under SCHEMA_VERSION_KEY.
 """
@@ -18,7 +21,7 @@ SCHEMA_VERSION_KEY = b"kafka_mock_broker.metrics_schema_version"
 @dataclass(frozen=True, slots=True)
 class Column:
     name: str
-    kind: str  # timestamp_us, int16, int32, int64, double, string
+    kind: str  # timestamp_us, int16, int32, int64, double, string, map_string
     nullable: bool
     doc: str
 
@@ -56,6 +59,27 @@ COLUMNS: tuple[Column, ...] = (
 
 COLUMN_NAMES = tuple(column.name for column in COLUMNS)
 
+CLIENT_METRICS_DIR = "_client_metrics"
+CLIENT_METRICS_COLUMNS: tuple[Column, ...] = (
+    Column("ts", "timestamp_us", False, "the data point's time (UTC, microseconds; the push's if unset)"),
+    Column("broker_id", "int32", False, "node id of the broker the client pushed to"),
+    Column("client_instance_id", "string", False, "KIP-714 client instance id (a UUID)"),
+    Column("client_id", "string", True, "request header client id of the push"),
+    Column("client_software_name", "string", True, "from ApiVersions v3+ (KIP-511)"),
+    Column("client_software_version", "string", True, "from ApiVersions v3+ (KIP-511)"),
+    Column("principal", "string", False, "e.g. User:ANONYMOUS"),
+    Column("client_host", "string", False, "client address"),
+    Column("connection_id", "int64", False, "broker-unique connection number"),
+    Column("metric", "string", False, "OTLP metric name, e.g. org.apache.kafka.producer.request.latency.avg"),
+    Column("kind", "string", False, "gauge, sum, histogram, exponential_histogram or summary"),
+    Column("temporality", "string", True, "delta or cumulative (sums and histograms)"),
+    Column("start_ts", "timestamp_us", True, "start of a delta or cumulative point"),
+    Column("value", "double", False, "the number (histograms and summaries: their sum)"),
+    Column("attributes", "map_string", False, "the point's attributes over its resource's"),
+    Column("received_ts", "timestamp_us", False, "when the broker received the push"),
+)
+CLIENT_METRICS_COLUMN_NAMES = tuple(column.name for column in CLIENT_METRICS_COLUMNS)
+
 _ARROW_TYPES = {
     "timestamp_us": lambda pa: pa.timestamp("us", tz="UTC"),
     "int16": lambda pa: pa.int16(),
@@ -63,6 +87,7 @@ _ARROW_TYPES = {
     "int64": lambda pa: pa.int64(),
     "double": lambda pa: pa.float64(),
     "string": lambda pa: pa.string(),
+    "map_string": lambda pa: pa.map_(pa.string(), pa.string()),
 }
 SPARK_TYPES = {  # pyspark.sql.types class per kind (spark.jobs builds the StructType)
     "timestamp_us": "TimestampType",
@@ -71,12 +96,17 @@ SPARK_TYPES = {  # pyspark.sql.types class per kind (spark.jobs builds the Struc
     "int64": "LongType",
     "double": "DoubleType",
     "string": "StringType",
+    "map_string": "MapType",
 }
 
 
-def arrow_schema() -> Any:
+def arrow_schema(columns: tuple[Column, ...] = COLUMNS) -> Any:
     """The pyarrow schema the sink writes, with the schema version in its metadata."""
     import pyarrow as pa
 
-    fields = [pa.field(c.name, _ARROW_TYPES[c.kind](pa), nullable=c.nullable) for c in COLUMNS]
+    fields = [pa.field(c.name, _ARROW_TYPES[c.kind](pa), nullable=c.nullable) for c in columns]
     return pa.schema(fields, metadata={SCHEMA_VERSION_KEY: str(SCHEMA_VERSION).encode()})
+
+
+def client_metrics_arrow_schema() -> Any:
+    return arrow_schema(CLIENT_METRICS_COLUMNS)

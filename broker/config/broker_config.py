@@ -171,6 +171,12 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "record.requests.max": ("256", "int", "requests and responses kept in the recording ring (0: none)"),
     "record.file": ("", "string", "append every request and response here as JSON lines (empty: off)"),
     "conformance.report.file": ("", "string", "write the conformance report here when the cluster stops"),
+    "telemetry.enabled": (
+        "false",
+        "boolean",
+        "KIP-714 client telemetry: advertise and serve GetTelemetrySubscriptions and PushTelemetry",
+    ),
+    "telemetry.max.bytes": ("1048576", "int", "largest metrics payload a client may push (KIP-714)"),
 }
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -212,6 +218,7 @@ READ_ONLY: frozenset[str] = frozenset(
         "record.requests.max",
         "record.file",
         "conformance.report.file",
+        "telemetry.enabled",
         # the group coordinator's (GroupCoordinatorConfig): static in Kafka
         "group.coordinator.rebalance.protocols",
         "group.consumer.heartbeat.interval.ms",
@@ -244,6 +251,7 @@ MINIMUMS: dict[str, int] = {
     "connection.failed.authentication.delay.ms": 0,
     "connections.max.reauth.ms": 0,
     "group.max.size": 1,
+    "telemetry.max.bytes": 1,
     "group.consumer.max.size": 1,
     "group.consumer.session.timeout.ms": 1,
     "group.consumer.heartbeat.interval.ms": 1,

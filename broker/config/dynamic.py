@@ -55,6 +55,7 @@ from broker.config.topic_configs import (
 from broker.persistence import PersistentStore
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from broker.state.compaction import CompactionConfig
+from broker.telemetry.subscriptions import CLIENT_METRICS, SubscriptionError, parse_subscription
 from protocol.errors import ErrorCode
 from quotas.store import open_state_db
 
@@ -182,6 +183,15 @@ class _GroupChange:
     configs: dict[str, str]
 
 
+@dataclass(slots=True)
+class _ClientMetricsChange:
+    name: str
+    configs: dict[str, str]
+
+
+_Change = _BrokerChange | _TopicChange | _GroupChange | _ClientMetricsChange
+
+
 def scala_set(names: Iterable[str]) -> str:
     """How Kafka's messages print a Scala Set: Set(a, b) up to four, HashSet(...) beyond."""
     items = list(dict.fromkeys(names))
@@ -236,8 +246,10 @@ def _per_broker_only(key: str) -> bool:
 
 def _list_config(resource_type: int, name: str) -> tuple[bool, str | None]:
     """(is a LIST config, its default) for APPEND/SUBTRACT."""
-    if resource_type == GROUP:
-        return False, None  # every group config is an INT
+    if resource_type in (GROUP, CLIENT_METRICS):
+        # Groups: every config is an INT. Client metrics: the controller types only
+        # broker and topic configs, so their lists are no LIST to it either.
+        return False, None
     if resource_type == TOPIC:
         topic_config = TOPIC_CONFIGS.get(name)
         return (topic_config is not None and topic_config.type == "list"), (
@@ -269,7 +281,7 @@ def apply_ops(current: Mapping[str, str], ops: Sequence[ConfigOp], resource_type
                 raise ConfigError(
                     ErrorCode.INVALID_CONFIG,
                     f"Can't {verb} to key {op.name} because its type is not LIST."
-                    if resource_type in (TOPIC, GROUP)
+                    if resource_type in (TOPIC, GROUP, CLIENT_METRICS)
                     else f"Config value {verb.lower()} is not allowed for config key: {op.name}",
                 )
             parts = [p for p in (configs.get(op.name, default) or "").split(",") if p]
@@ -342,7 +354,7 @@ class DynamicConfigStore(PersistentStore):
         nulls = [op.name for op in alteration.ops if op.value is None and op.op != DELETE]
         if nulls:
             raise ConfigError(ErrorCode.INVALID_REQUEST, "Null value not supported for : " + ", ".join(nulls))
-        if alteration.resource_type in (TOPIC, GROUP):
+        if alteration.resource_type in (TOPIC, GROUP, CLIENT_METRICS):
             return
         if alteration.resource_type != BROKER:
             raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown resource type {alteration.resource_type}")
@@ -367,7 +379,7 @@ class DynamicConfigStore(PersistentStore):
         accepted ones in one transaction and applies them; one result per resource."""
         async with self._lock:
             results: list[ConfigError | None] = []
-            changes: list[_BrokerChange | _TopicChange | _GroupChange] = []
+            changes: list[_Change] = []
             # Each resource is checked against the layers as the earlier accepted ones of
             # this request leave them, so what is validated is what will be in force.
             pending: dict[int | None, dict[str, str]] = {}
@@ -391,7 +403,7 @@ class DynamicConfigStore(PersistentStore):
 
     def _plan(
         self, alteration: Alteration, pending: Mapping[int | None, dict[str, str]] | None = None
-    ) -> _BrokerChange | _TopicChange | _GroupChange:
+    ) -> _Change:
         for op in alteration.ops:
             if op.op not in (SET, DELETE, APPEND, SUBTRACT):
                 raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
@@ -399,6 +411,8 @@ class DynamicConfigStore(PersistentStore):
             return self._plan_topic(alteration)
         if alteration.resource_type == GROUP:
             return self._plan_group(alteration)
+        if alteration.resource_type == CLIENT_METRICS:
+            return self._plan_client_metrics(alteration)
         broker = parse_broker_id(alteration.resource_name) if alteration.resource_name else None
         pending = pending or {}
         if alteration.incremental:
@@ -463,7 +477,22 @@ class DynamicConfigStore(PersistentStore):
             raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
         return _GroupChange(alteration.resource_name, configs)
 
-    def _apply(self, changes: Sequence[_BrokerChange | _TopicChange | _GroupChange]) -> None:
+    def _plan_client_metrics(self, alteration: Alteration) -> _ClientMetricsChange:
+        """ClientMetricsConfigs.validate on the subscription as the ops leave it; a
+        subscription left without configs is deleted (deleting an unknown one is fine)."""
+        assert self.cluster is not None, "client metrics need the cluster state"
+        current = self.cluster.client_metrics.configs.get(alteration.resource_name, {})
+        if alteration.incremental:
+            configs = apply_ops(current, alteration.ops, CLIENT_METRICS)
+        else:
+            configs = {op.name: op.value or "" for op in alteration.ops}
+        try:
+            parse_subscription(alteration.resource_name, configs)
+        except SubscriptionError as exc:
+            raise ConfigError(exc.code, exc.message) from None
+        return _ClientMetricsChange(alteration.resource_name, configs)
+
+    def _apply(self, changes: Sequence[_Change]) -> None:
         """Installs the layers (in place: views share them), refreshes every view and
         tells each broker which of its effective keys changed."""
         before = {node_id: view.values for node_id, (_, view) in self._brokers.items()}
@@ -473,6 +502,9 @@ class DynamicConfigStore(PersistentStore):
                 layer = self._layer(change.broker)
                 layer.clear()
                 layer.update(change.layer)
+            elif isinstance(change, _ClientMetricsChange):
+                assert self.cluster is not None
+                self.cluster.client_metrics.put(change.name, change.configs)
             elif isinstance(change, _GroupChange):
                 assert self.cluster is not None
                 if change.configs:

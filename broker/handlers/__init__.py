@@ -45,11 +45,13 @@ from broker.handlers import (
     end_txn,
     fetch,
     find_coordinator,
+    get_telemetry_subscriptions,
     heartbeat,
     incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_partition_reassignments,
@@ -60,6 +62,7 @@ from broker.handlers import (
     offset_fetch,
     offset_for_leader_epoch,
     produce,
+    push_telemetry,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
@@ -138,16 +141,24 @@ HANDLERS: dict[int, HandlerSpec] = {
         describe_quorum,
         update_features,
         alter_replica_log_dirs,
+        list_config_resources,
+        get_telemetry_subscriptions,
+        push_telemetry,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes
 # "consumer" (Kafka's ApiVersionManager leaves them out otherwise).
 CONSUMER_PROTOCOL_APIS = frozenset({consumer_group_heartbeat.API_KEY, consumer_group_describe.API_KEY})
+# KIP-714's APIs, served only with telemetry.enabled (Kafka advertises them only when a
+# metrics reporter receives client telemetry; clients start pushing when they see them).
+TELEMETRY_APIS = frozenset({get_telemetry_subscriptions.API_KEY, push_telemetry.API_KEY})
 
 
-def enabled_handlers(rebalance_protocols: str) -> dict[int, HandlerSpec]:
-    """The handlers a broker serves and advertises, given its rebalance protocols."""
+def enabled_handlers(rebalance_protocols: str, telemetry: bool = False) -> dict[int, HandlerSpec]:
+    """The handlers a broker serves and advertises, given its rebalance protocols and
+    whether client telemetry is on."""
     protocols = {p.strip().lower() for p in rebalance_protocols.split(",")}
-    if "consumer" in protocols:
-        return HANDLERS
-    return {key: spec for key, spec in HANDLERS.items() if key not in CONSUMER_PROTOCOL_APIS}
+    hidden = (set() if "consumer" in protocols else CONSUMER_PROTOCOL_APIS) | (
+        set() if telemetry else TELEMETRY_APIS
+    )
+    return {key: spec for key, spec in HANDLERS.items() if key not in hidden}

@@ -25,6 +25,8 @@ from broker.config.topic_configs import (
 from broker.context import RequestContext
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorizer import DESCRIBE_CONFIGS
+from broker.telemetry.subscriptions import CLIENT_METRICS, SOURCE_CLIENT_METRICS
+from broker.telemetry.subscriptions import CONFIGS as CLIENT_METRICS_CONFIGS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -120,8 +122,28 @@ def _group_configs(ctx: RequestContext, request: Any, group_id: str) -> list[Any
         candidates: Candidates = []
         if config.name in overrides:
             candidates.append((config.name, overrides[config.name], SOURCE_GROUP))
-        candidates.append((config.name, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT))
+        candidates.append(
+            (config.name, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT)
+        )
         entries.append(_entry(request, config.name, candidates, "int", config.documentation))
+    return entries
+
+
+def _client_metrics_configs(ctx: RequestContext, request: Any, name: str) -> list[Any]:
+    """The three subscription configs (Kafka 4.1+): set ones as CLIENT_METRICS_CONFIG
+    with themselves as synonym, the others as DEFAULT without synonyms. An unknown
+    subscription is all defaults, never an error."""
+    own = ctx.cluster.client_metrics.configs.get(name, {})
+    entries = []
+    for config, (type_, default) in CLIENT_METRICS_CONFIGS.items():
+        if config in own:
+            entries.append(
+                _entry(request, config, [(config, own[config], SOURCE_CLIENT_METRICS)], type_, None)
+            )
+        else:
+            entry = _entry(request, config, [(config, default, SOURCE_DEFAULT)], type_, None)
+            entry.synonyms = []
+            entries.append(entry)
     return entries
 
 
@@ -147,6 +169,10 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
         return ErrorCode.NONE, None, _broker_configs(ctx.broker.config, request)
     if resource.resource_type == GROUP:
         return ErrorCode.NONE, None, _group_configs(ctx, request, name)
+    if resource.resource_type == CLIENT_METRICS:
+        if not name:
+            return ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty", []
+        return ErrorCode.NONE, None, _client_metrics_configs(ctx, request, name)
     return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
 
 
@@ -158,7 +184,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     results, refused = [], []
     for resource in request.resources:
         fields = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
-        if resource.resource_type == BROKER and not cluster_allowed:
+        if resource.resource_type in (BROKER, CLIENT_METRICS) and not cluster_allowed:
             refusal: tuple[int, str] | None = (
                 ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
                 "Cluster authorization failed.",

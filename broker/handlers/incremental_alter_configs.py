@@ -18,6 +18,7 @@ from broker.config.group_configs import GROUP
 from broker.context import RequestContext
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorizer import ALTER_CONFIGS
+from broker.telemetry.subscriptions import CLIENT_METRICS
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -33,13 +34,14 @@ async def alter(ctx: RequestContext, alterations: Sequence[Alteration], validate
     """Checks, authorizes and applies `alterations`; the response, in request order."""
     store = ctx.broker.configs
     errors = store.preprocess(alterations, ctx.node_id)
-    # ALTER_CONFIGS on the cluster for broker resources, on the topic for topics
+    # ALTER_CONFIGS on the cluster for broker and client metrics resources, on the topic
+    # for topics, on the group for groups
     authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
     cluster_allowed = authorizer.authorize_cluster(principal, ALTER_CONFIGS, host)
     for index, alteration in enumerate(alterations):
         if errors[index] is not None:
             continue
-        if alteration.resource_type == BROKER:
+        if alteration.resource_type in (BROKER, CLIENT_METRICS):
             if not cluster_allowed:
                 errors[index] = CLUSTER_REFUSED
         elif alteration.resource_type == GROUP:

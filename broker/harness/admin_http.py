@@ -41,6 +41,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 
+from broker.config.dynamic import ConfigError
 from broker.harness.conformance import ConformanceTracker
 from broker.harness.faults import FaultInjector
 from broker.harness.recording import RequestRecorder, to_json_value
@@ -49,6 +50,7 @@ from broker.security.acl_admin import AclAdmin, acl_filter_of
 from broker.security.acls import AclBinding, Operation, PatternType, Permission, ResourceType
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, Partition
+from broker.telemetry.admin import ClientMetricsAdmin
 from messages.registry import api_name
 from protocol.errors import ErrorCode, error_name
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
@@ -267,6 +269,8 @@ class ControlledCluster(Protocol):
     def broker(self, node_id: int) -> BrokerServer: ...
     @property
     def acls(self) -> AclAdmin: ...
+    @property
+    def client_metrics(self) -> ClientMetricsAdmin: ...
     def describe(self) -> dict[str, Any]: ...
     def list_transactions(self) -> list[dict[str, Any]]: ...
     def list_groups(self) -> list[dict[str, Any]]: ...
@@ -315,6 +319,9 @@ class AdminServer:
         router.add_get("/v1/transactions/{transactional_id}", self.get_transaction)
         router.add_get("/v1/groups", self.get_groups)
         router.add_get("/v1/groups/{group_id}", self.get_group)
+        router.add_get("/v1/client-metrics", self.get_client_metrics)
+        router.add_put("/v1/client-metrics/{name}", self.put_client_metrics)
+        router.add_delete("/v1/client-metrics/{name}", self.delete_client_metrics)
         router.add_get("/metrics", self.get_metrics)
 
     async def start(self, host: str, port: int) -> None:
@@ -545,6 +552,35 @@ class AdminServer:
             bad_request(f"unknown value {exc}")
         (gone,) = await self.cluster.acls.delete_async([acl_filter])
         return _json({"deleted": [_acl_json(b) for b in gone]})
+
+    async def get_client_metrics(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        admin = self.cluster.client_metrics
+        return _json({"subscriptions": admin.subscriptions(), "instances": admin.instances()})
+
+    async def put_client_metrics(self, request: web.Request) -> web.Response:
+        """Creates or replaces a KIP-714 subscription, checked as AlterConfigs checks it."""
+        body = await _body(request, ("metrics", "interval_ms", "match"))
+        metrics = body.get("metrics", [])
+        if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
+            bad_request(f"metrics must be a list of strings, not {_json_type(metrics)}")
+        match = body.get("match", {})
+        if not isinstance(match, dict) or not all(isinstance(v, str) for v in match.values()):
+            bad_request("match must be an object of strings (attribute: regex)")
+        name = request.match_info["name"]
+        try:
+            await self.cluster.client_metrics.set_async(name, metrics, _opt_int(body, "interval_ms"), match)
+        except ConfigError as exc:
+            raise kafka_error(400, exc.code, exc.message or "") from None
+        return _json({"name": name, "configs": self.cluster.client_metrics.subscriptions()[name]})
+
+    async def delete_client_metrics(self, request: web.Request) -> web.Response:
+        _query(request, ())
+        name = request.match_info["name"]
+        if name not in self.cluster.client_metrics.subscriptions():
+            not_found(f"no client metrics subscription {name!r}")
+        await self.cluster.client_metrics.delete_async(name)
+        return _json({"deleted": name})
 
     async def get_transactions(self, request: web.Request) -> web.Response:
         query = _query(request, ("state",))

@@ -1,4 +1,5 @@
-"""The request-metrics sink: one row per request, to Parquet files Spark can read.
+"""The request-metrics sink: one row per request, to Parquet files Spark can read, and
+(KIP-714) one row per metric data point clients push, as a second table.
 
 Rows are buffered on the event loop as tuples (columns in spark/schema.py's order) and
 handed in batches to one writer thread, which writes each file under a hidden
@@ -7,6 +8,9 @@ sees whole `.parquet` files, even after kill -9. Files roll by rows
 (`metrics.roll.rows`) and by time (`metrics.roll.ms`). The buffer is bounded
 (`metrics.buffer.rows`): when the writer falls behind, connections stop reading
 (backpressure) until it catches up, so no row is ever dropped.
+
+Client metrics go the same way into `_client_metrics/` under the same directory (the
+leading underscore keeps them out of Spark's and pyarrow's reads of the request table).
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.pipeline import Observer
+from broker.telemetry.manager import TelemetryPush
 from messages.registry import api_name
 from quotas.callback import ClientQuotaType
 from quotas.sensor import Metric
-from spark.schema import arrow_schema
+from spark.schema import CLIENT_METRICS_DIR, arrow_schema, client_metrics_arrow_schema
 
 log = logging.getLogger("broker.metrics")
 
@@ -47,10 +52,13 @@ _API_NAMES: dict[int, str] = {}
 _ERROR_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
-class MetricsSink(Observer):
+class ParquetTable:
+    """One table: rows buffered on the loop, written by its own thread as whole files."""
+
     def __init__(
         self,
         directory: str | Path,
+        schema: Any,
         roll_rows: int = 100_000,
         roll_ms: int = 10_000,
         buffer_rows: int = 400_000,
@@ -59,7 +67,7 @@ class MetricsSink(Observer):
         self.roll_rows = max(1, roll_rows)
         self.roll_ms = max(1, roll_ms)
         self.buffer_rows = max(self.roll_rows, buffer_rows)
-        self.schema = arrow_schema()
+        self.schema = schema
         self._rows: list[Row] = []
         self._writing_rows = 0  # handed to the writer, not yet on disk
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="metrics-sink")
@@ -86,10 +94,6 @@ class MetricsSink(Observer):
     @property
     def lag_rows(self) -> int:
         return len(self._rows) + self._writing_rows
-
-    def request_done(self, ctx: RequestContext, response: Any) -> None:
-        if not ctx.disconnected:  # a row per answered (or acks=0) request
-            self.add(request_row(ctx, response))
 
     def add(self, row: Row) -> None:
         self._rows.append(row)
@@ -188,6 +192,40 @@ class MetricsSink(Observer):
             log.error("%d metrics rows could not be written and are lost", len(self._rows))
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
 
+
+class MetricsSink(ParquetTable, Observer):
+    """The request table, observing every broker's pipeline, and the client metrics
+    table, fed by the brokers' telemetry exporters."""
+
+    def __init__(
+        self,
+        directory: str | Path,
+        roll_rows: int = 100_000,
+        roll_ms: int = 10_000,
+        buffer_rows: int = 400_000,
+    ) -> None:
+        super().__init__(directory, arrow_schema(), roll_rows, roll_ms, buffer_rows)
+        self.client_metrics = ParquetTable(
+            self.directory / CLIENT_METRICS_DIR,
+            client_metrics_arrow_schema(),
+            roll_rows,
+            roll_ms,
+            buffer_rows,
+        )
+
+    def request_done(self, ctx: RequestContext, response: Any) -> None:
+        if not ctx.disconnected:  # a row per answered (or acks=0) request
+            self.add(request_row(ctx, response))
+
+    def export_client_metrics(self, push: TelemetryPush) -> None:
+        """A telemetry exporter: one row per pushed data point."""
+        for row in client_metrics_rows(push):
+            self.client_metrics.add(row)
+
+    async def close(self, attempts: int = 3) -> None:
+        await self.client_metrics.close(attempts)
+        await super().close(attempts)
+
     def metrics(self) -> list[Metric]:
         group = "metrics-sink"
         return [
@@ -245,6 +283,34 @@ def request_row(ctx: RequestContext, response: Any) -> Row:
         ctx.partition_count,
         ctx.acks,
     )
+
+
+def client_metrics_rows(push: TelemetryPush) -> list[Row]:
+    """The client metrics rows of one push, columns in spark/schema.py's order."""
+    client = push.client
+    received_us = int(push.received_ms * 1000)
+    instance_id = str(push.instance_id)
+    return [
+        (
+            point.time_ns // 1000 if point.time_ns else received_us,
+            client.broker_id,
+            instance_id,
+            client.client_id,
+            client.software_name,
+            client.software_version,
+            client.principal,
+            client.address,
+            client.connection_id,
+            point.name,
+            point.kind,
+            point.temporality,
+            point.start_ns // 1000 if point.start_ns else None,
+            point.value,
+            list(point.attributes.items()),
+            received_us,
+        )
+        for point in push.points
+    ]
 
 
 def error_summary(response: Any) -> tuple[int, int]:

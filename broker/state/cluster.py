@@ -11,6 +11,7 @@ from broker.config.broker_config import BrokerConfig
 from broker.config.topic_configs import topic_configs_error
 from broker.state.features import FeatureControl
 from broker.state.log import PartitionLog
+from broker.telemetry.subscriptions import Subscriptions
 from protocol.errors import ErrorCode
 from quotas.callback import Cluster, Node, PartitionInfo
 
@@ -137,6 +138,8 @@ class ClusterState:
         self.features = FeatureControl()  # finalized features (ApiVersions, UpdateFeatures)
         # GROUP config resources (KIP-848 GroupConfig): group id -> configs it sets
         self.group_configs: dict[str, dict[str, str]] = {}
+        # CLIENT_METRICS config resources (KIP-714 subscriptions)
+        self.client_metrics = Subscriptions()
         # Topics a Metadata request asked to auto-create, until the controller is done
         # (Kafka's AutoTopicCreationManager inflightTopics).
         self.auto_creating: set[str] = set()
