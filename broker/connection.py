@@ -268,9 +268,17 @@ class Connection(asyncio.Protocol):
         self.session_lifetime_ms = int(
             self.broker.config.for_listener(self.listener, "connections.max.reauth.ms")
         )
+        expiry_ms = sasl.credential_expiry_ms
+        if expiry_ms is not None:
+            # A delegation token's session ends with the token (SaslServerAuthenticator's
+            # calcCompletionTimesAndReturnSessionLifetimeMs): an expired one at once.
+            remaining = max(0, expiry_ms - int(time.time() * 1000))
+            if self.session_lifetime_ms > 0:
+                remaining = min(remaining, self.session_lifetime_ms)
+            self.session_lifetime_ms = remaining
         self.session_expires_ns = (
             time.monotonic_ns() + self.session_lifetime_ms * 1_000_000
-            if self.session_lifetime_ms > 0
+            if self.session_lifetime_ms > 0 or expiry_ms is not None
             else None
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import enum
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from quotas.entity import CLIENT_ID, USER, QuotaEntity
 from quotas.resolution import QuotaIndex
@@ -39,6 +39,9 @@ CLIENT_ID_TAG = "client-id"
 class KafkaPrincipal:
     principal_type: str
     name: str
+    # Authenticated with a delegation token (SCRAM tokenauth): such a principal may not
+    # manage tokens. Not part of equality, as in Kafka's KafkaPrincipal.equals.
+    token_authenticated: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
         return f"{self.principal_type}:{self.name}"

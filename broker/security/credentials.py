@@ -1,6 +1,7 @@
 """`cluster.credentials`: SASL users and SCRAM credentials, shared by the SASL servers,
 the DescribeUserScramCredentials (50) / AlterUserScramCredentials (51) handlers and the
-Python API.
+Python API; and the delegation tokens SCRAM also accepts (`credentials.tokens`,
+delegation_tokens.py).
 
 Two sources. `sasl.users.file` (JSON `{"user": "password"}`) plays the part of Kafka's
 JAAS `user_<name>` options: PLAIN checks those passwords, and SCRAM credentials for both
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from broker.persistence import PersistentStore
+from broker.security.delegation_tokens import TokenStore
 from broker.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
@@ -155,11 +157,14 @@ class CredentialStore(PersistentStore):
         users: Mapping[str, str] | None = None,
         storage: SqliteCredentialStorage | None = None,
         run: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
+        tokens: TokenStore | None = None,
     ) -> None:
         """`users`: the users file's passwords; `run` executes a coroutine on the
-        cluster's loop for synchronous callers, as QuotaAdmin's does."""
+        cluster's loop for synchronous callers, as QuotaAdmin's does; `tokens`: the
+        delegation tokens SCRAM also authenticates (default: none, tokens disabled)."""
         super().__init__(storage, run, "credential-store")
         self.storage: SqliteCredentialStorage | None = storage
+        self.tokens = tokens if tokens is not None else TokenStore(run=run)
         self._passwords = dict(users or {})
         overrides = (
             {(user, mechanism): credential for user, mechanism, credential in storage.load()}
@@ -182,6 +187,7 @@ class CredentialStore(PersistentStore):
             load_users_file(users_file) if users_file else None,
             SqliteCredentialStorage(state_dir) if state_dir else None,
             run,
+            TokenStore.from_config(config, run),
         )
 
     # -- what the SASL servers ask --------------------------------------------------
@@ -361,6 +367,10 @@ class CredentialStore(PersistentStore):
                         raise CredentialError(result.error_code, result.error_message)
                 changes.extend(plan.changes)
             await self._commit(changes)
+
+    def close(self) -> None:
+        self.tokens.close()
+        super().close()
 
     def _call(self, coro: Coroutine[Any, Any, None]) -> None:
         if self._run is None:

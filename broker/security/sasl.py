@@ -129,7 +129,7 @@ class SaslSession:
         try:
             challenge = self.server.evaluate(token)
             if self.server.complete and self.reauthenticating is not None:
-                before, after = self.reauthenticating[1], KafkaPrincipal("User", self.server.username)
+                before, after = self.reauthenticating[1], self.principal
                 if after != before:  # SaslServerAuthenticator's check
                     raise SaslAuthenticationError(
                         f"Cannot change principals during re-authentication from {before}: {after}"
@@ -146,21 +146,32 @@ class SaslSession:
         return self.state is SaslState.COMPLETE
 
     @property
+    def credential_expiry_ms(self) -> int | None:
+        """When the credential used expires (a delegation token's expiry), if it does."""
+        return None if self.server is None else self.server.credential_expiry_ms
+
+    @property
     def principal(self) -> KafkaPrincipal:
+        """`User:<name>`; after SCRAM with a delegation token, the token owner's name,
+        marked token-authenticated (SaslServerAuthenticator.principal)."""
         assert self.server is not None and self.server.complete
-        return KafkaPrincipal("User", self.server.username)
+        return KafkaPrincipal("User", self.server.username, self.server.token_authenticated)
 
 
 def create_sasl_server(
     mechanism_name: str, credentials: CredentialStore, reauthenticating: bool = False
 ) -> SaslServer:
     """The server for a mechanism the client chose in SaslHandshake: PLAIN checks the
-    users file, SCRAM the credential store (as Kafka's PLAIN uses JAAS, not SCRAM)."""
+    users file, SCRAM the credential store (as Kafka's PLAIN uses JAAS, not SCRAM) and,
+    with `tokenauth=true`, the delegation tokens."""
     if mechanism_name == PLAIN:
         return PlainServer(credentials.check_plain, reauthenticating)
     mechanism = ScramMechanism.from_name(mechanism_name)
     if mechanism is None:
         raise ValueError(f"SASL mechanism {mechanism_name!r} is not supported")
     return ScramServer(
-        mechanism, lambda user: credentials.scram_credential(user, mechanism), reauthenticating
+        mechanism,
+        lambda user: credentials.scram_credential(user, mechanism),
+        reauthenticating,
+        token_lookup=lambda token_id: credentials.tokens.token_credential(token_id, mechanism),
     )

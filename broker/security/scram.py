@@ -109,12 +109,25 @@ class SaslAuthenticationError(Exception):
         self.reason = reason or message
 
 
+@dataclass(frozen=True, slots=True)
+class TokenCredential:
+    """What a SCRAM server needs of a delegation token (Kafka's
+    DelegationTokenCredentialCallback): its owner's name, the credential derived from its
+    HMAC, and when it expires (the session may not outlive it, KIP-368)."""
+
+    owner: str
+    credential: ScramCredential
+    expiry_ms: int
+
+
 class SaslServer(Protocol):
     """One authentication exchange on one connection."""
 
     mechanism: str
     complete: bool
     username: str  # the authorization id, once complete
+    token_authenticated: bool  # authenticated with a delegation token (SCRAM tokenauth)
+    credential_expiry_ms: int | None  # when the credential used ends (a token's expiry), if ever
 
     def evaluate(self, token: bytes) -> bytes:
         """The challenge for the client's `token`; raises SaslAuthenticationError."""
@@ -128,6 +141,8 @@ class _Server:
         self.mechanism = mechanism
         self.complete = False
         self.username = ""
+        self.token_authenticated = False
+        self.credential_expiry_ms: int | None = None
         self._phase = "re-authentication" if reauthenticating else "authentication"
 
     def _invalid(self, reason: str) -> SaslAuthenticationError:
@@ -217,12 +232,15 @@ class ScramServer(_Server):
         lookup: Callable[[str], ScramCredential | None],
         reauthenticating: bool = False,
         server_nonce: Callable[[], str] = _server_nonce,
+        token_lookup: Callable[[str], TokenCredential | None] | None = None,
     ) -> None:
-        """`lookup` finds a user's credential for this mechanism; `server_nonce` is
+        """`lookup` finds a user's credential for this mechanism, `token_lookup` a
+        delegation token's by its id (None: no token is ever found); `server_nonce` is
         replaceable so tests can replay the RFC's published exchanges."""
         super().__init__(mechanism.mechanism_name, reauthenticating)
         self.scram = mechanism
         self._lookup = lookup
+        self._token_lookup = token_lookup
         self._new_nonce = server_nonce
         self._state = "RECEIVE_CLIENT_FIRST_MESSAGE"
         self._credential: ScramCredential | None = None
@@ -259,10 +277,17 @@ class ScramServer(_Server):
             username = sasl_name_to_username(match["saslname"])
         except ValueError as exc:
             raise self._invalid("Authentication failed: Credentials could not be obtained") from exc
+        authorization_id, expiry_ms = username, None
         if extensions.get(TOKEN_AUTH, "").lower() == "true":
-            # Delegation tokens are not supported: no token id resolves to an owner.
-            raise self._invalid(f"Token Authentication failed: Invalid tokenId : {username}")
-        credential = self._lookup(username)
+            # The user name is a token id and the password the token's HMAC in base64;
+            # the session is the token owner's (ScramSaslServer's tokenAuthenticated path).
+            found = self._token_lookup(username) if self._token_lookup is not None else None
+            if found is None:
+                raise self._invalid(f"Token Authentication failed: Invalid tokenId : {username}")
+            credential: ScramCredential | None = found.credential
+            authorization_id, expiry_ms = found.owner, found.expiry_ms
+        else:
+            credential = self._lookup(username)
         if credential is None:
             raise self._invalid("Authentication failed: Invalid user credentials")
         # Kafka compares the authzid as sent (still escaped) with the unescaped name.
@@ -284,7 +309,9 @@ class ScramServer(_Server):
         self._server_first = f"r={self._nonce},s={_b64encode(credential.salt)},i={credential.iterations}"
         self._client_first_bare = bare
         self._credential = credential
-        self.username = username
+        self.username = authorization_id
+        self.token_authenticated = expiry_ms is not None
+        self.credential_expiry_ms = expiry_ms
         return self._server_first
 
     def _client_final(self, token: bytes) -> str:
