@@ -33,12 +33,21 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import Column, DataFrame, SparkSession, Window, types
 from pyspark.sql import functions as F
 
 from spark import schema
-from spark.schema import COLUMN_NAMES, COLUMNS, SPARK_TYPES
+from spark.schema import (
+    CLIENT_METRICS_COLUMN_NAMES,
+    CLIENT_METRICS_COLUMNS,
+    CLIENT_METRICS_DIR,
+    COLUMN_NAMES,
+    COLUMNS,
+    SPARK_TYPES,
+)
 
 # The APIs with a quota of their own besides the request quota, by API key (Kafka's
 # protocol numbers, from which the sink writes api_name): the quota windows classify rows
@@ -526,3 +535,82 @@ def rank_offenders(stats: DataFrame, limit: int | None = 20) -> DataFrame:
         F.col("client_id").asc_nulls_first(),
     )
     return ordered.limit(limit) if limit is not None else ordered
+
+
+# -- KIP-714: what clients say they saw, next to what the broker recorded -------------
+
+CLIENT_LATENCY = "request.latency"  # org.apache.kafka.{producer,consumer}[.node].request.latency.{avg,max}
+CLIENT_THROTTLE = "throttle.time"  # org.apache.kafka.producer.produce.throttle.time.{avg,max}, ...
+
+
+def read_client_metrics(
+    spark: SparkSession,
+    path: str,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+) -> DataFrame | None:
+    """The client metrics table under a metrics directory (`_client_metrics/`), filtered
+    like the requests; None when there is none (telemetry off, or `path` is not the
+    metrics directory itself)."""
+    if has_glob(path) or path.rstrip("/").endswith(".parquet"):
+        return None
+    folder = path.rstrip("/") + "/" + CLIENT_METRICS_DIR
+    reader = spark.read.schema(spark_schema(CLIENT_METRICS_COLUMNS)).option("basePath", folder)
+    try:
+        df = reader.parquet(folder)
+    except AnalysisException:
+        return None
+    return filter_time(df, since, until).select(*CLIENT_METRICS_COLUMN_NAMES)
+
+
+def client_telemetry(
+    spark: SparkSession, requests: DataFrame, client_metrics: DataFrame, window_ms: int
+) -> DataFrame:
+    """Per client instance and window: the request latency and throttle time the client
+    pushed (KIP-714 gauges whose names end in request.latency.avg/max and
+    throttle.time.avg/max, all brokers' nodes together), next to what the broker recorded
+    for requests with the same client id and principal in that window (total_us as ms,
+    throttle_time_ms). A window with pushes but no requests has null broker columns."""
+    seconds = window_ms / 1000
+    start = (F.floor(F.col("ts").cast("double") / seconds) * seconds).cast("timestamp").alias("window_start")
+    name = F.col("metric")
+
+    def pushed(suffix: str, aggregate: Any) -> Column:
+        return aggregate(F.when(name.endswith(suffix), F.col("value")))
+
+    client = client_metrics.groupBy(start, "client_instance_id", "client_id", "principal").agg(
+        pushed(f"{CLIENT_LATENCY}.avg", F.avg).alias("client_latency_avg_ms"),
+        pushed(f"{CLIENT_LATENCY}.max", F.max).alias("client_latency_max_ms"),
+        pushed(f"{CLIENT_THROTTLE}.avg", F.avg).alias("client_throttle_avg_ms"),
+        pushed(f"{CLIENT_THROTTLE}.max", F.max).alias("client_throttle_max_ms"),
+        F.count(F.lit(1)).alias("client_points"),
+    )
+    broker = (
+        requests.where(F.col("api_key") != 72)  # the pushes themselves are not the client's traffic
+        .groupBy(start, "client_id", "principal")
+        .agg(
+            F.count(F.lit(1)).alias("broker_requests"),
+            (F.avg("total_us") / 1000).alias("broker_latency_avg_ms"),
+            (F.max("total_us") / 1000).alias("broker_latency_max_ms"),
+            F.avg("throttle_time_ms").alias("broker_throttle_avg_ms"),
+            F.max("throttle_time_ms").alias("broker_throttle_max_ms"),
+        )
+    )
+    joined = client.join(broker, ["window_start", "client_id", "principal"], "left")
+    return joined.select(
+        "window_start",
+        F.lit(window_ms).alias("window_ms"),
+        "client_instance_id",
+        "client_id",
+        "principal",
+        "client_latency_avg_ms",
+        "client_latency_max_ms",
+        "client_throttle_avg_ms",
+        "client_throttle_max_ms",
+        "client_points",
+        "broker_requests",
+        "broker_latency_avg_ms",
+        "broker_latency_max_ms",
+        "broker_throttle_avg_ms",
+        "broker_throttle_max_ms",
+    )

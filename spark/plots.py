@@ -151,3 +151,54 @@ def plot_latency(path: str, title: str, apis: Sequence[Mapping[str, Any]]) -> No
     ax.grid(True, axis="y", alpha=0.3)
     ax.legend(fontsize=8)
     fig.savefig(path, dpi=DPI)
+
+
+@dataclass
+class ClientSeries:
+    """One client instance: what it pushed and what the broker recorded, per window (ms)."""
+
+    label: str
+    client_latency: dict[dt.datetime, float] = field(default_factory=dict)
+    broker_latency: dict[dt.datetime, float] = field(default_factory=dict)
+    client_throttle: dict[dt.datetime, float] = field(default_factory=dict)
+    broker_throttle: dict[dt.datetime, float] = field(default_factory=dict)
+
+
+def plot_client_telemetry(path: str, title: str, clients: Sequence[ClientSeries]) -> None:
+    """One panel per client: request latency as the client reported it (KIP-714) and as
+    the broker measured it (solid), throttle time both ways (dashed), on one time axis."""
+    if not clients:
+        _placeholder(path, title, "no client pushed request latency or throttle metrics")
+        return
+    rows, cols = _grid(len(clients))
+    fig = Figure(figsize=(6.5 * cols, 2.8 * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    lines = (
+        ("client_latency", "latency (client)", "tab:blue", "-"),
+        ("broker_latency", "latency (broker)", "tab:orange", "-"),
+        ("client_throttle", "throttle (client)", "tab:blue", "--"),
+        ("broker_throttle", "throttle (broker)", "tab:orange", "--"),
+    )
+    for ax, client in zip(axes.flat, clients, strict=False):
+        for attribute, label, color, style in lines:
+            values: dict[dt.datetime, float] = getattr(client, attribute)
+            if values:
+                times = sorted(values)
+                ax.plot(
+                    date2num(times),
+                    [values[t] for t in times],
+                    color=color,
+                    linestyle=style,
+                    marker=".",
+                    label=label,
+                )
+        ax.set_title(client.label, fontsize=10)
+        ax.set_ylabel("ms")
+        ax.set_ylim(bottom=0)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="upper right", fontsize=8)
+        _time_axis(ax)
+    for ax in list(axes.flat)[len(clients) :]:
+        ax.set_axis_off()
+    fig.suptitle(title)
+    fig.savefig(path, dpi=DPI)

@@ -105,11 +105,20 @@ def run_report(
     say(f"client_software: {software.count()} rows")
     offenders = _write(spark, jobs.top_offenders(spark, df, top), tables["top_offenders"])
     say(f"top_offenders: {offenders.count()} rows")
+    telemetry = None
+    client_metrics = jobs.read_client_metrics(spark, metrics, since, until)
+    if client_metrics is not None:  # KIP-714 pushes beside the requests
+        tables["client_telemetry"] = os.path.join(out, "client_telemetry")
+        joined = jobs.client_telemetry(spark, df, client_metrics, sizes[-1])
+        telemetry = _write(spark, joined, tables["client_telemetry"])
+        say(f"client_telemetry ({jobs.window_label(sizes[-1])}): {telemetry.count()} rows")
 
     say("plots")
     plot_ms = sizes[0]
     header = report_header(spark, metrics, rows, overview["first"], overview["last"], since, until, sizes)
-    plots, index = write_index(spark, out, qw, qs, latency, software, offenders, plot_ms, header, tables)
+    plots, index = write_index(
+        spark, out, qw, qs, latency, software, offenders, plot_ms, header, tables, telemetry=telemetry
+    )
     say(f"wrote {index}")
     return ReportResult(out=out, index=index, rows=rows, tables=tables, plots=plots)
 
@@ -154,10 +163,15 @@ def write_index(
     header: dict[str, str],
     tables: dict[str, str],
     refresh_s: float | None = None,
+    telemetry: DataFrame | None = None,
 ) -> tuple[list[str], str]:
     """The PNGs and index.html in `out` from the aggregated tables; returns the PNG names
     and the page's path. The page is replaced whole (written aside, then renamed)."""
     plots, sections = _plots_and_sections(spark, out, qw, qs, latency, software, offenders, plot_ms)
+    if telemetry is not None:
+        plot, section = _client_telemetry_section(out, telemetry)
+        plots.append(plot)
+        sections.append(section)
     index = os.path.join(out, "index.html")
     staging = os.path.join(out, ".index.html.tmp")
     with open(staging, "w", encoding="utf-8") as fh:
@@ -477,6 +491,84 @@ def _plots_and_sections(
         )
     )
     return names, sections
+
+
+def _client_telemetry_section(out: str, telemetry: DataFrame) -> tuple[str, str]:
+    """KIP-714: per client instance, what it reported against what the broker recorded,
+    as a table of totals and one plot over time."""
+    from spark import plots
+
+    rows = telemetry.orderBy("client_id", "client_instance_id", "window_start").collect()
+    by_client: dict[tuple[Any, Any, Any], list[Row]] = {}
+    for r in rows:
+        by_client.setdefault((r["client_id"], r["client_instance_id"], r["principal"]), []).append(r)
+    series = []
+    summary = []
+    for (client_id, instance, principal), rs in by_client.items():
+        label = f"{client_id or '(no client id)'} ({str(instance)[:8]})"
+        entity = plots.ClientSeries(label)
+        for r in rs:
+            start = _utc(r["window_start"])
+            assert start is not None
+            for attribute, column in (
+                ("client_latency", "client_latency_avg_ms"),
+                ("broker_latency", "broker_latency_avg_ms"),
+                ("client_throttle", "client_throttle_max_ms"),
+                ("broker_throttle", "broker_throttle_max_ms"),
+            ):
+                if r[column] is not None:
+                    getattr(entity, attribute)[start] = float(r[column])
+        series.append(entity)
+
+        def mean(column: str, rs: list[Row] = rs) -> float | None:
+            values = [r[column] for r in rs if r[column] is not None]
+            return sum(values) / len(values) if values else None
+
+        def peak(column: str, rs: list[Row] = rs) -> float | None:
+            values = [r[column] for r in rs if r[column] is not None]
+            return max(values) if values else None
+
+        summary.append(
+            (
+                client_id,
+                principal,
+                instance,
+                sum(r["client_points"] for r in rs),
+                sum(r["broker_requests"] or 0 for r in rs),
+                mean("client_latency_avg_ms"),
+                mean("broker_latency_avg_ms"),
+                peak("client_throttle_max_ms"),
+                peak("broker_throttle_max_ms"),
+            )
+        )
+    name = "client_telemetry.png"
+    window = jobs.window_label(rows[0]["window_ms"]) if rows else ""
+    plots.plot_client_telemetry(
+        os.path.join(out, name), f"clients' own metrics (KIP-714) against the broker's, per {window}", series
+    )
+    section = (
+        "<h2>Client telemetry (KIP-714): what clients saw, what the broker recorded</h2>"
+        + _table(
+            [
+                "client id",
+                "principal",
+                "client instance",
+                "points pushed",
+                "requests",
+                "latency avg ms (client)",
+                "latency avg ms (broker)",
+                "throttle max ms (client)",
+                "throttle max ms (broker)",
+            ],
+            summary,
+        )
+        + f"<figure><img src='{name}' alt='client telemetry'></figure>"
+        + "<p class='note'>Client columns: the gauges it pushed whose names end in"
+        " request.latency.avg and throttle.time.max (every node together). Broker columns: the"
+        " requests with the same client id and principal (total_us, throttle_time_ms), PushTelemetry"
+        " itself left out.</p>"
+    )
+    return name, section
 
 
 _STYLE = """
