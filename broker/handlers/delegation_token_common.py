@@ -3,9 +3,16 @@ before any of them (allowTokenRequests) and the authorizer questions they ask.""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 from broker.context import RequestContext
 from broker.security.acls import Operation, ResourceType
+from broker.security.delegation_tokens import ERROR_TIMESTAMP, Outcome, TokenStore
+from protocol.errors import ErrorCode
 from quotas.callback import ANONYMOUS, KafkaPrincipal
+
+Change = Callable[[TokenStore, KafkaPrincipal], Awaitable[Outcome]]
 
 
 def allow_token_requests(ctx: RequestContext) -> bool:
@@ -32,3 +39,22 @@ def authorized(ctx: RequestContext, operation: Operation, resource_type: Resourc
 def plain(principal: KafkaPrincipal) -> KafkaPrincipal:
     """The principal as tokens record it: type and name only."""
     return KafkaPrincipal(principal.principal_type, principal.name)
+
+
+def expiry_change(ctx: RequestContext, change: Change) -> Any:
+    """Renew (39) and Expire (40): refused by the broker with expiry -1, else the token
+    store's outcome and the token's new expiry timestamp."""
+    if not allow_token_requests(ctx):
+        return ctx.response(
+            error_code=ErrorCode.DELEGATION_TOKEN_REQUEST_NOT_ALLOWED,
+            expiry_timestamp_ms=ERROR_TIMESTAMP,
+            throttle_time_ms=0,
+        )
+    return _changed(ctx, change)
+
+
+async def _changed(ctx: RequestContext, change: Change) -> Any:
+    outcome = await change(ctx.broker.credentials.tokens, plain(ctx.connection.principal))
+    return ctx.response(
+        error_code=outcome.error_code, expiry_timestamp_ms=outcome.expiry_ms, throttle_time_ms=0
+    )
