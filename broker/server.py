@@ -162,8 +162,7 @@ class BrokerServer:
             endpoints[endpoint.listener] = (advertised.host, advertised.port)
         node = self.cluster.brokers.get(self.node_id)
         if node is None:
-            self.cluster.brokers[self.node_id] = BrokerNode(self.node_id, endpoints, self.rack)
-            self.cluster.metadata_changed()
+            self.cluster.register_broker(BrokerNode(self.node_id, endpoints, self.rack))
         else:
             node.endpoints = endpoints
             self.cluster.broker_up(self.node_id)
@@ -279,6 +278,8 @@ class BrokerServer:
         self._servers.clear()
         if self.node_id in self.cluster.brokers:
             self.cluster.broker_down(self.node_id)
+        else:
+            self.cluster.unregistered_broker_stopped(self.node_id)
         for wake in list(self.stop_listeners):
             wake()
         busy = [conn.idle.wait() for conn in self.connections if not conn.idle.is_set()]

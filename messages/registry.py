@@ -18,6 +18,7 @@ from kafka.protocol.api_message import ApiMessage
 import messages.kip48  # noqa: F401
 import messages.kip714  # noqa: F401  (schemas kafka-python lacks, from Kafka's JSON)
 import messages.kip848  # noqa: F401
+import messages.kip853  # noqa: F401
 
 
 def _all_message_classes() -> list[Any]:

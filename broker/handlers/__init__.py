@@ -15,6 +15,7 @@ from typing import Any
 from broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    add_raft_voter,
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
@@ -66,11 +67,13 @@ from broker.handlers import (
     offset_for_leader_epoch,
     produce,
     push_telemetry,
+    remove_raft_voter,
     renew_delegation_token,
     sasl_authenticate,
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    unregister_broker,
     update_features,
     write_txn_markers,
 )
@@ -134,6 +137,7 @@ HANDLERS: dict[int, HandlerSpec] = {
         alter_user_scram_credentials,
         describe_cluster,
         describe_producers,
+        unregister_broker,
         describe_transactions,
         list_transactions,
         consumer_group_heartbeat,
@@ -152,6 +156,8 @@ HANDLERS: dict[int, HandlerSpec] = {
         list_config_resources,
         get_telemetry_subscriptions,
         push_telemetry,
+        add_raft_voter,
+        remove_raft_voter,
     )
 }
 # KIP-848's APIs, served only while group.coordinator.rebalance.protocols includes

@@ -2,17 +2,19 @@
 (kafka-metadata-quorum.sh, AdminClient.describeMetadataQuorum): one voter, the
 controller (the lowest live broker, as DescribeCluster says), leading at an epoch that
 grows whenever the controller moves, and the other live brokers as observers, all
-caught up with a metadata offset that counts the cluster's changes. DESCRIBE on the
+caught up with a metadata offset that counts the cluster's changes. Once kraft.version
+is 1 the voters are the dynamic set AddRaftVoter and RemoveRaftVoter change
+(broker/state/quorum.py), a stopped voter shown as not fetching. DESCRIBE on the
 cluster; any other partition is UNKNOWN_TOPIC_OR_PARTITION, as KafkaRaftClient answers."""
 
 from __future__ import annotations
 
 import time
-import uuid
 from typing import Any
 
 from broker.context import RequestContext
 from broker.security.authorizer import DESCRIBE
+from broker.state.quorum import directory_id
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -26,11 +28,6 @@ ReplicaState = PartitionData.ReplicaState
 Node = Response.Node
 
 
-def _directory_id(cluster_id: str, node_id: int) -> uuid.UUID:
-    """A stable metadata log directory id per node (Kafka's is random, kept in meta.properties)."""
-    return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-mock-broker:{cluster_id}:{node_id}")
-
-
 def handle(ctx: RequestContext, request: Any) -> Any:
     if not ctx.broker.authorizer.authorize_cluster(
         ctx.connection.principal, DESCRIBE, ctx.connection.peer[0]
@@ -39,17 +36,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, error_message=None, topics=[], nodes=[]
         )
     cluster = ctx.cluster
-    controller = cluster.controller_id
+    controller = cluster.quorum_leader
+    running = cluster.running_ids()
+    dynamic = cluster.quorum.voters
+    voters = sorted(dynamic) if dynamic is not None else ([controller] if controller >= 0 else [])
     now_ms = int(time.time() * 1000)
     offset = cluster.metadata_offset
 
     def state(node_id: int, leader: bool) -> Any:
+        fetching = node_id in running  # a stopped voter: nothing heard from it
         return ReplicaState(
             replica_id=node_id,
-            replica_directory_id=_directory_id(cluster.cluster_id, node_id),
-            log_end_offset=offset,
-            last_fetch_timestamp=-1 if leader else now_ms,
-            last_caught_up_timestamp=now_ms,
+            replica_directory_id=directory_id(cluster.cluster_id, node_id),
+            log_end_offset=offset if fetching else -1,
+            last_fetch_timestamp=now_ms if fetching and not leader else -1,
+            last_caught_up_timestamp=now_ms if fetching else -1,
         )
 
     topics = []
@@ -78,23 +79,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     leader_id=controller,
                     leader_epoch=cluster.controller_epoch,
                     high_watermark=offset,
-                    current_voters=[state(controller, leader=True)] if controller >= 0 else [],
-                    observers=[state(n, leader=False) for n in cluster.live_broker_ids() if n != controller],
+                    current_voters=[state(v, leader=v == controller) for v in voters],
+                    observers=[state(n, leader=False) for n in running if n not in voters],
                 )
             )
         topics.append(TopicData(topic_name=topic.topic_name, partitions=partitions))
-    node = cluster.brokers.get(controller)
-    nodes = (
-        [
+    nodes = []
+    for voter in voters:  # the voters' endpoints: the VotersRecord's, or the static voter's
+        node = cluster.brokers.get(voter) or cluster.unregistered_running.get(voter)
+        endpoints = dynamic[voter].endpoints if dynamic is not None else (node.endpoints if node else {})
+        nodes.append(
             Node(
-                node_id=controller,
+                node_id=voter,
                 listeners=[
-                    Node.Listener(name=name, host=host, port=port)
-                    for name, (host, port) in node.endpoints.items()
+                    Node.Listener(name=name, host=host, port=port) for name, (host, port) in endpoints.items()
                 ],
             )
-        ]
-        if node is not None
-        else []
-    )
+        )
     return ctx.response(error_code=ErrorCode.NONE, error_message=None, topics=topics, nodes=nodes)

@@ -11,6 +11,7 @@ from broker.config.broker_config import BrokerConfig
 from broker.config.topic_configs import topic_configs_error
 from broker.state.features import FeatureControl
 from broker.state.log import PartitionLog
+from broker.state.quorum import KRAFT_VERSION, Quorum
 from broker.telemetry.subscriptions import Subscriptions
 from protocol.errors import ErrorCode
 from quotas.callback import Cluster, Node, PartitionInfo
@@ -136,6 +137,10 @@ class ClusterState:
         self.controller_epoch = 1
         self._last_controller = -1
         self.features = FeatureControl()  # finalized features (ApiVersions, UpdateFeatures)
+        self.quorum = Quorum(self.cluster_id)  # the voters (DescribeQuorum, Add/RemoveRaftVoter)
+        # Brokers unregistered (UnregisterBroker) while running: out of the metadata until
+        # they restart, still replicating the metadata log (quorum observers or voters).
+        self.unregistered_running: dict[int, BrokerNode] = {}
         # GROUP config resources (KIP-848 GroupConfig): group id -> configs it sets
         self.group_configs: dict[str, dict[str, str]] = {}
         # CLIENT_METRICS config resources (KIP-714 subscriptions)
@@ -152,6 +157,54 @@ class ClusterState:
 
     def live_broker_ids(self) -> list[int]:
         return sorted(node_id for node_id, node in self.brokers.items() if node.up)
+
+    def running_ids(self) -> list[int]:
+        """Nodes that replicate the metadata log: live brokers, registered or not."""
+        return sorted([*self.live_broker_ids(), *self.unregistered_running])
+
+    def running_node(self, node_id: int) -> BrokerNode | None:
+        node = self.brokers.get(node_id)
+        if node is not None and node.up:
+            return node
+        return self.unregistered_running.get(node_id)
+
+    @property
+    def quorum_leader(self) -> int:
+        return self.quorum.leader(self.controller_id, self.running_ids(), self._last_controller)
+
+    def register_broker(self, node: BrokerNode) -> None:
+        """A broker (re)registers as it starts: after UnregisterBroker it comes back as a
+        new registration, and partitions it led while offline get a new epoch."""
+        self.brokers[node.node_id] = node
+        self.unregistered_running.pop(node.node_id, None)
+        self.broker_up(node.node_id)
+
+    def unregister_broker(self, node_id: int) -> None:
+        """ReplicationControlManager.unregisterBroker: any registered broker, fenced or
+        not, loses its registration and its leaderships (the first live replica takes
+        each over). A running one keeps running unregistered (its heartbeats fail) until
+        it restarts."""
+        node = self.brokers.pop(node_id, None)
+        if node is None:
+            raise ClusterError(
+                ErrorCode.BROKER_ID_NOT_REGISTERED, f"Broker ID {node_id} is not currently registered"
+            )
+        if node.up:
+            self.unregistered_running[node_id] = node
+        live = self.live_broker_ids()
+        for topic in self.topics.values():
+            for partition in topic.partitions:
+                if partition.leader == node_id:
+                    successor = next((r for r in partition.replicas if r in live), None)
+                    if successor is not None:
+                        partition.leader = successor
+                        partition.leader_epoch += 1
+        self.metadata_changed()
+
+    def unregistered_broker_stopped(self, node_id: int) -> None:
+        """A broker that ran unregistered stopped: it no longer replicates the log."""
+        if self.unregistered_running.pop(node_id, None) is not None:
+            self.metadata_changed()
 
     def broker_down(self, node_id: int) -> None:
         """A broker stopped: each partition it led gets the first live replica as its
@@ -570,7 +623,10 @@ class ClusterState:
 
     def metadata_changed(self) -> None:
         self.metadata_offset += 1
-        controller = self.controller_id
+        if not self.quorum.dynamic and self.features.finalized.get(KRAFT_VERSION, 0) >= 1:
+            leader = self.controller_id  # kraft.version 1: the static voter starts the VotersRecord
+            self.quorum.make_dynamic(leader, self.brokers[leader].endpoints if leader >= 0 else {})
+        controller = self.quorum_leader
         if controller != self._last_controller:
             if self._last_controller != -1:
                 self.controller_epoch += 1

@@ -1,6 +1,7 @@
 """The cluster's finalized features (KIP-584), as Kafka's FeatureControlManager keeps them:
 what ApiVersions v3+ reports and UpdateFeatures changes. The mock supports
-transaction.version 0-2, finalized at 2 as a new Kafka 4.x cluster has it."""
+transaction.version 0-2, finalized at 2 as a new Kafka 4.x cluster has it, and
+kraft.version 0-1, at 0 (a static quorum) until upgraded; it never goes down again."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Mapping
 
 from protocol.errors import ErrorCode
 
-SUPPORTED: dict[str, tuple[int, int]] = {"transaction.version": (0, 2)}
+SUPPORTED: dict[str, tuple[int, int]] = {"transaction.version": (0, 2), "kraft.version": (0, 1)}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
@@ -56,4 +57,6 @@ class FeatureControl:
             )
         if level > current and upgrade_type != UPGRADE:
             return "Can't downgrade to a newer version."
+        if name == "kraft.version" and upgrade_type != UPGRADE and level != current:
+            return "Can't downgrade the version of this feature."
         return None

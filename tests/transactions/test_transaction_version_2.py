@@ -37,7 +37,8 @@ def _produce(wire: Wire, producer: tuple[int, int], partition: int, seq: int) ->
 def test_api_versions_finalizes_transaction_version_2(wire: Wire) -> None:
     response = wire(ApiVersionsRequest[3](client_software_name="raw", client_software_version="1"))
     assert [(f.name, f.min_version, f.max_version) for f in response.supported_features] == [
-        ("transaction.version", 0, 2)
+        ("transaction.version", 0, 2),
+        ("kraft.version", 0, 1),
     ]
     assert [(f.name, f.max_version_level) for f in response.finalized_features] == [
         ("transaction.version", 2)
