@@ -25,7 +25,6 @@ import hmac
 import json
 import logging
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from broker.security.scram import (
     credential_from_password,
 )
 from protocol.errors import ErrorCode
+from protocol.uuids import random_uuid_string
 from quotas.callback import KafkaPrincipal
 from quotas.store import open_state_db
 
@@ -59,16 +59,6 @@ USER_TYPE = "User"
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def kafka_uuid() -> str:
-    """Uuid.randomUuid().toString(): 16 random bytes (a version 4 UUID) in URL-safe
-    base64 without padding; never one starting with "-" (nor the reserved zero and
-    metadata-topic ids, which 122 random bits do not produce)."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
-        if not text.startswith("-"):
-            return text
 
 
 @dataclass(slots=True)
@@ -288,9 +278,9 @@ class TokenStore(PersistentStore):
             if max_lifetime_ms > 0:
                 lifetime = min(lifetime, max_lifetime_ms)
             max_ms = now + lifetime
-            token_id = kafka_uuid()
+            token_id = random_uuid_string()
             while token_id in self._tokens:  # 122 random bits: never, but cheap to rule out
-                token_id = kafka_uuid()
+                token_id = random_uuid_string()
             token = Token(
                 token_id,
                 KafkaPrincipal(owner.principal_type, owner.name),

@@ -13,7 +13,6 @@ rebalance timeouts) fence members that stop heartbeating or never revoke.
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import functools
 import logging
@@ -39,6 +38,7 @@ from broker.state.consumer_protocol import (
 )
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
+from protocol.uuids import random_uuid_string
 
 log = logging.getLogger("broker.groups")
 
@@ -1034,8 +1034,8 @@ class ConsumerGroupManager:
 
 
 def _new_member_id() -> str:
-    """Kafka's Uuid.randomUuid().toString(): 16 random bytes in URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """Kafka's Uuid.randomUuid().toString()."""
+    return random_uuid_string()
 
 
 def _or(value: str | None, current: str | None) -> str | None:

@@ -8,10 +8,11 @@ RemoveRaftVoter; the leader is the lowest running voter."""
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+
+from protocol.uuids import uuid_string
 
 KRAFT_VERSION = "kraft.version"
 Endpoints = Mapping[str, tuple[str, int]]  # listener name -> (host, port)
@@ -22,14 +23,9 @@ def directory_id(cluster_id: str, node_id: int) -> uuid.UUID:
     return uuid.uuid5(uuid.NAMESPACE_URL, f"kafka-mock-broker:{cluster_id}:{node_id}")
 
 
-def kafka_uuid(value: uuid.UUID) -> str:
-    """Uuid.toString: URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
-
-
 def replica_key(node_id: int, directory: uuid.UUID) -> str:
     """ReplicaKey.toString, as Kafka's error messages show a voter."""
-    shown = "Optional.empty" if directory.int == 0 else f"Optional[{kafka_uuid(directory)}]"
+    shown = "Optional.empty" if directory.int == 0 else f"Optional[{uuid_string(directory)}]"
     return f"ReplicaKey(id={node_id}, directoryId={shown})"
 
 

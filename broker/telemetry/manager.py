@@ -23,8 +23,9 @@ from broker.telemetry.otlp import (
     decompress,
     metric_points,
 )
-from broker.telemetry.subscriptions import ClientSubscription, Subscriptions, kafka_uuid
+from broker.telemetry.subscriptions import ClientSubscription, Subscriptions
 from protocol.errors import ErrorCode
+from protocol.uuids import uuid_string
 
 log = logging.getLogger("broker.telemetry")
 
@@ -69,7 +70,7 @@ class ClientInfo:
 
     def attributes(self, instance_id: uuid.UUID) -> dict[str, str | None]:
         return {
-            "client_instance_id": kafka_uuid(instance_id),
+            "client_instance_id": uuid_string(instance_id),  # Kafka matches its text form
             "client_id": self.client_id,
             "client_software_name": self.software_name,
             "client_software_version": self.software_version,

@@ -9,7 +9,6 @@ patterns matches every client.
 
 from __future__ import annotations
 
-import base64
 import re
 import uuid
 from collections.abc import Iterable, Mapping
@@ -147,11 +146,6 @@ def uuid_hash_code(value: uuid.UUID) -> int:
     """org.apache.kafka.common.Uuid.hashCode."""
     bits = (value.int >> 64) ^ (value.int & (2**64 - 1))
     return _int32((bits >> 32) ^ (bits & 0xFFFFFFFF))
-
-
-def kafka_uuid(value: uuid.UUID) -> str:
-    """Uuid.toString: URL-safe base64 without padding (how `client_instance_id` matches)."""
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
 def _int32(value: int) -> int:

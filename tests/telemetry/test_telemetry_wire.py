@@ -19,9 +19,9 @@ from opentelemetry.proto.resource.v1 import resource_pb2
 
 from broker import MockCluster
 from broker.harness.wire import round_trip
-from broker.telemetry.subscriptions import kafka_uuid
 from messages.kip714 import GetTelemetrySubscriptionsRequest, PushTelemetryRequest
 from protocol.errors import ErrorCode
+from protocol.uuids import uuid_string
 
 INTERVAL = 60_000
 
@@ -240,7 +240,7 @@ def test_match_patterns_choose_the_clients(cluster: MockCluster) -> None:
         try:
             cluster.client_metrics.set(
                 "one", ["org.apache.kafka.producer."], interval_ms=2000,
-                match={"client_instance_id": kafka_uuid(unmatched.client_instance_id)},
+                match={"client_instance_id": uuid_string(unmatched.client_instance_id)},
             )  # fmt: skip
             mine = by_id.get(unmatched.client_instance_id)
             assert (mine.requested_metrics, mine.push_interval_ms) == (["org.apache.kafka.producer."], 2000)
