@@ -191,14 +191,7 @@ class ClusterState:
             )
         if node.up:
             self.unregistered_running[node_id] = node
-        live = self.live_broker_ids()
-        for topic in self.topics.values():
-            for partition in topic.partitions:
-                if partition.leader == node_id:
-                    successor = next((r for r in partition.replicas if r in live), None)
-                    if successor is not None:
-                        partition.leader = successor
-                        partition.leader_epoch += 1
+        self._elect_leaders_without(node_id)
         self.metadata_changed()
 
     def unregistered_broker_stopped(self, node_id: int) -> None:
@@ -211,6 +204,12 @@ class ClusterState:
         leader, with a new epoch, as the controller elects from the ISR; a partition
         with no live replica is offline until its leader returns."""
         self.brokers[node_id].up = False
+        self._elect_leaders_without(node_id)
+        self.metadata_changed()
+
+    def _elect_leaders_without(self, node_id: int) -> None:
+        """Each partition `node_id` led gets its first live replica as leader, with a new
+        epoch; one without a live replica stays offline."""
         live = set(self.live_broker_ids())
         for topic in self.topics.values():
             for partition in topic.partitions:
@@ -219,7 +218,6 @@ class ClusterState:
                     if successor is not None:
                         partition.leader = successor
                         partition.leader_epoch += 1
-        self.metadata_changed()
 
     def broker_up(self, node_id: int) -> None:
         """A broker is back. It leads again only its offline partitions (leaders elsewhere
