@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
-from broker.security.authorizer import ALTER
+from broker.handlers.common import voter_answer, voter_change_refusal
 from broker.state.quorum import KRAFT_VERSION, Voter, directory_id, replica_key
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -21,33 +21,23 @@ from protocol.errors import ErrorCode
 API_KEY = ApiKey.ADD_RAFT_VOTER
 
 
-def _answer(ctx: RequestContext, code: int, message: str | None = None) -> Any:
-    return ctx.response(throttle_time_ms=0, error_code=code, error_message=message)
-
-
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER, ctx.connection.peer[0]):
-        return _answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)  # no message, as elsewhere
+    refusal = voter_change_refusal(ctx, request)
+    if refusal is not None:
+        return refusal
     cluster = ctx.cluster
-    if request.cluster_id is not None and request.cluster_id != cluster.cluster_id:
-        return _answer(
-            ctx,
-            ErrorCode.INCONSISTENT_CLUSTER_ID,
-            f'The given id "{request.cluster_id}" doesn\'t match the cluster id "{cluster.cluster_id}"',
-        )
     leader = cluster.running_node(cluster.quorum_leader)
-    if leader is None:
-        return _answer(ctx, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    assert leader is not None  # checked by voter_change_refusal
     directory = request.voter_directory_id  # kafka-python decodes the zero uuid as None
     if request.voter_id < 0 or directory is None or directory.int == 0:
-        return _answer(ctx, ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
+        return voter_answer(ctx, ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
     endpoints = {listener.name: (listener.host, listener.port) for listener in request.listeners}
     default_listener = next(iter(leader.endpoints))
     if default_listener not in endpoints:
         shown = ", ".join(
             f"ListenerName({name})={host}/<unresolved>:{port}" for name, (host, port) in endpoints.items()
         )
-        return _answer(
+        return voter_answer(
             ctx,
             ErrorCode.INVALID_REQUEST,
             f"Add voter request didn't include the endpoint (Endpoints(endpoints={{{shown}}})) "
@@ -56,14 +46,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     level = cluster.features.finalized.get(KRAFT_VERSION, 0)
     voters = cluster.quorum.voters
     if voters is None:
-        return _answer(
+        return voter_answer(
             ctx,
             ErrorCode.UNSUPPORTED_VERSION,
             f"Cluster doesn't support adding voter because the {KRAFT_VERSION} feature is {level}",
         )
     key = replica_key(request.voter_id, request.voter_directory_id)
     if request.voter_id in voters:
-        return _answer(
+        return voter_answer(
             ctx,
             ErrorCode.DUPLICATE_VOTER,
             f"The voter id for {key} is already part of the set of voters {cluster.quorum.voter_keys()}.",
@@ -75,7 +65,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for n in running
     )
     if not reachable:  # the ApiVersions request finds no one at that endpoint
-        return _answer(
+        return voter_answer(
             ctx,
             ErrorCode.REQUEST_TIMED_OUT,
             "Aborted add voter operation for since API_VERSIONS returned an error BROKER_NOT_AVAILABLE",
@@ -83,11 +73,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if request.voter_id not in running or request.voter_directory_id != directory_id(
         cluster.cluster_id, request.voter_id
     ):  # no observer with that replica key fetches from the leader
-        return _answer(
+        return voter_answer(
             ctx,
             ErrorCode.REQUEST_TIMED_OUT,
             f"Aborted add voter operation for {key} since it is lagging behind",
         )
     voters[request.voter_id] = Voter(request.voter_id, request.voter_directory_id, endpoints)
     cluster.metadata_changed()  # the VotersRecord
-    return _answer(ctx, ErrorCode.NONE)
+    return voter_answer(ctx, ErrorCode.NONE)

@@ -7,8 +7,10 @@ import os
 import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from broker.context import RequestContext
+from broker.security.authorizer import ALTER
 from broker.state.cluster import Partition, Topic
 from protocol.errors import ErrorCode
 
@@ -65,3 +67,25 @@ class PartitionState:
             [r for r in partition.replicas if r in live],
             [r for r in partition.replicas if r not in live],
         )
+
+
+def voter_change_refusal(ctx: RequestContext, request: Any) -> Any | None:
+    """AddRaftVoter and RemoveRaftVoter's first checks, in order: ALTER on the cluster
+    (no message, as for other cluster refusals), the cluster id, a running quorum
+    leader. The refusal's response, or None."""
+    if not ctx.broker.authorizer.authorize_cluster(ctx.connection.principal, ALTER, ctx.connection.peer[0]):
+        return voter_answer(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+    cluster = ctx.cluster
+    if request.cluster_id is not None and request.cluster_id != cluster.cluster_id:
+        return voter_answer(
+            ctx,
+            ErrorCode.INCONSISTENT_CLUSTER_ID,
+            f'The given id "{request.cluster_id}" doesn\'t match the cluster id "{cluster.cluster_id}"',
+        )
+    if cluster.running_node(cluster.quorum_leader) is None:
+        return voter_answer(ctx, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    return None
+
+
+def voter_answer(ctx: RequestContext, code: int, message: str | None = None) -> Any:
+    return ctx.response(throttle_time_ms=0, error_code=code, error_message=message)
