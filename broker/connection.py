@@ -81,6 +81,7 @@ class Connection(asyncio.Protocol):
         self.close_after_response = False
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
+        self._unsent: list[Any] | None = None  # responses held for one write (see _process)
         self._busy = False
         self._task: asyncio.Task[None] | None = None
         self._write_paused = False
@@ -208,6 +209,20 @@ class Connection(asyncio.Protocol):
 
     # -- requests, in order ----------------------------------------------------
     def _process(self) -> None:
+        if self._unsent is not None:  # already processing, further up the stack
+            return
+        # Responses to the frames handled here go out together at the end, in one write
+        # (one writev): a client that pipelines gets one system call, not one per response.
+        self._unsent = []
+        try:
+            self._handle_pending()
+        finally:
+            self._flush()
+        self._update_reading()
+        if not self._busy and not self._pending:
+            self.idle.set()
+
+    def _handle_pending(self) -> None:
         pipeline = self.pipeline
         while (
             self._pending
@@ -227,9 +242,6 @@ class Connection(asyncio.Protocol):
                 self._busy = True
                 self.idle.clear()
                 self._task = asyncio.get_running_loop().create_task(self._finish(waiting))
-        self._update_reading()
-        if not self._busy and not self._pending:
-            self.idle.set()
 
     async def _finish(self, waiting: Coroutine[Any, Any, None]) -> None:
         try:
@@ -239,10 +251,18 @@ class Connection(asyncio.Protocol):
             self._task = None
         self._process()
 
-    def send(self, header: bytes, body: Any) -> None:
-        """Writes one response (its size and header, then its body, never joined)."""
-        if self.transport is not None and not self.closed:
-            self.transport.writelines((header, body))
+    def send(self, chunks: list[Any]) -> None:
+        """Writes one response (its size and header, then its body's chunks, never
+        joined), at once or with the others of this round of `_process`."""
+        if self._unsent is not None:
+            self._unsent += chunks
+        elif self.transport is not None and not self.closed:
+            self.transport.writelines(chunks)
+
+    def _flush(self) -> None:
+        unsent, self._unsent = self._unsent, None
+        if unsent and self.transport is not None and not self.transport.is_closing():
+            self.transport.writelines(unsent)
 
     # -- SASL ------------------------------------------------------------------
     def _handle_raw_token(self, sasl: SaslSession, token: memoryview) -> None:
@@ -254,8 +274,7 @@ class Connection(asyncio.Protocol):
             log.warning("closing %s: SASL authentication failed: %s", self.describe(), exc)
             self.close()
             return
-        if self.transport is not None:
-            self.transport.writelines((_SIZE.pack(len(challenge)), challenge))
+        self.send([_SIZE.pack(len(challenge)), challenge])
         if sasl.complete:
             self.authenticated(sasl)
 
@@ -343,6 +362,7 @@ class Connection(asyncio.Protocol):
             self._muted_by = None
 
     def close(self) -> None:
+        self._flush()  # what was answered before the close still goes out
         self._end_throttle()
         if not self.closed:
             self.broker.connection_closed(self)

@@ -23,6 +23,7 @@ from broker.state.replica_selector import ReplicaSelector
 from broker.state.transactions import TransactionCoordinator
 from broker.telemetry.manager import ClientMetricsManager
 from messages.registry import response_class
+from protocol.structs import new
 from quotas.callback import KafkaPrincipal
 from quotas.manager import ClientQuotaManager, ClientSensors, QuotaManagers
 
@@ -140,7 +141,7 @@ class RequestContext:
     # Set by handlers that count their errors as they go (else the row walks the response).
     error_code: int | None = None
     error_count: int = 0
-    encoded: tuple[Any, bytes] | None = None  # (response, body) already encoded for its size
+    encoded: tuple[Any, list[Any]] | None = None  # (response, body chunks) encoded for its size
     # Set by interceptors: the fault that acted on this request, a throttle it forces
     # on the response (the larger of it and the quota's is sent), and a close without answer.
     fault_id: int | None = None
@@ -187,4 +188,4 @@ class RequestContext:
 
     def response(self, **fields: Any) -> Any:
         """A response of this request's API and version; unset fields take schema defaults."""
-        return response_class(self.api_key)(version=self.api_version, **fields)
+        return new(response_class(self.api_key), self.api_version, **fields)

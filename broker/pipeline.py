@@ -59,7 +59,7 @@ class PipelineConnection(ConnectionView, Protocol):
     client_id: str | None
     close_after_response: bool
 
-    def send(self, header: bytes, body: Any) -> None: ...
+    def send(self, chunks: list[Any]) -> None: ...
     def mute(self, throttle_ms: int, manager: ClientQuotaManager | None) -> None: ...
     def close_soon(self) -> None: ...
     def describe(self) -> str: ...
@@ -356,14 +356,14 @@ class RequestPipeline:
         api_key: int,
         api_version: int,
         correlation_id: int,
-        body: bytes | None = None,
+        body: list[Any] | None = None,
     ) -> int:
         """Writes the response; returns its size without the size prefix."""
         if connection.closed or connection.transport is None:
             return 0
-        header, encoded = encode_response(response, api_key, api_version, correlation_id, body)
-        connection.send(header, encoded)
-        return len(header) - 4 + len(encoded)
+        chunks = encode_response(response, api_key, api_version, correlation_id, body)
+        connection.send(chunks)
+        return sum(len(chunk) for chunk in chunks) - 4
 
 
 def _overrides(observer: Observer, name: str) -> bool:

@@ -14,6 +14,7 @@ from kafka.protocol.api_header import RequestHeader
 
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
+from protocol.fast_codecs import decode_produce_request, encode_fetch_response, encode_produce_response
 
 _FIXED = struct.Struct(">hhi")
 FIXED_HEADER_SIZE = _FIXED.size
@@ -51,6 +52,10 @@ def decode_header(frame: memoryview, flexible: bool) -> tuple[Any, int]:
 
 
 def decode_body(api_key: int, api_version: int, body: memoryview) -> Any:
+    if api_key == ApiKey.PRODUCE:  # the data path's own decoder (fast_codecs.py) when it can
+        request = decode_produce_request(body, api_version)
+        if request is not None:
+            return request
     cls = request_class(api_key)
     try:
         request = cls.decode(body, version=api_version)
@@ -104,17 +109,29 @@ _HEADER_V0 = struct.Struct(">ii")  # size, correlation id
 _HEADER_V1 = struct.Struct(">iiB")  # size, correlation id, empty tagged fields
 
 
-def encode_response(
-    response: Any, api_key: int, api_version: int, correlation_id: int, body: bytes | None = None
-) -> tuple[bytes, Any]:
-    """(size + response header, body) to write back to back.
+def encode_body(response: Any, api_key: int, api_version: int) -> list[Any]:
+    """The response body as chunks to write back to back: Produce and Fetch responses
+    from the data path's own encoders (fetched records passed through unjoined), the rest
+    from kafka-python's compiled encoder."""
+    if api_key == ApiKey.FETCH:
+        chunks = encode_fetch_response(response, api_version)
+    elif api_key == ApiKey.PRODUCE:
+        chunks = encode_produce_response(response, api_version)
+    else:
+        chunks = None
+    return [response.encode(version=api_version)] if chunks is None else chunks
 
-    The body comes from kafka-python's compiled encoder; the header is two fixed fields,
-    framed here so that a large body (fetch) is never copied again to prepend it.
-    ApiVersions responses always use header v0 (KIP-511).
-    """
-    if body is None:  # else: encoded already (a fetch measured against its quota)
-        body = response.encode(version=api_version)
+
+def encode_response(
+    response: Any, api_key: int, api_version: int, correlation_id: int, body: list[Any] | None = None
+) -> list[Any]:
+    """Size + response header, then the body's chunks (encoded here unless `body` is
+    given: a fetch measured against its quota), to write back to back; nothing is
+    joined, so a large body (fetch) is never copied to prepend the header.
+    ApiVersions responses always use header v0 (KIP-511)."""
+    if body is None:
+        body = encode_body(response, api_key, api_version)
+    size = sum(len(chunk) for chunk in body)
     if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version):
-        return _HEADER_V1.pack(len(body) + 5, correlation_id, 0), body
-    return _HEADER_V0.pack(len(body) + 4, correlation_id), body
+        return [_HEADER_V1.pack(size + 5, correlation_id, 0), *body]
+    return [_HEADER_V0.pack(size + 4, correlation_id), *body]

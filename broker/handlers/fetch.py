@@ -38,6 +38,7 @@ from broker.state.replica_selector import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.headers import encode_body
 
 API_KEY = ApiKey.FETCH
 TopicResult = FetchResponse.FetchableTopicResponse
@@ -139,7 +140,7 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
                     partition, error = _follower_partition(
                         ctx, request, topic, wanted.partition, wanted.current_leader_epoch
                     )
-            records = b""
+            records: memoryview | bytes = b""
             high_watermark = log_start = stable = -1
             aborted = None
             preferred = NO_PREFERRED_REPLICA
@@ -202,8 +203,8 @@ def _respond(ctx: RequestContext, results: list[Any]) -> Any:
     response = ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=results)
     if not throttling.fetch_quota_enabled(ctx):
         return response
-    body = response.encode(version=ctx.api_version)  # sent as is unless throttled
-    if throttling.record_fetch(ctx, 4 + len(body)):
+    body = encode_body(response, API_KEY, ctx.api_version)  # sent as is unless throttled
+    if throttling.record_fetch(ctx, 4 + sum(len(chunk) for chunk in body)):
         ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
         return ctx.response(
             throttle_time_ms=ctx.throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=[]

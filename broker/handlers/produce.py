@@ -27,6 +27,7 @@ from broker.state.records import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.structs import new
 
 API_KEY = ApiKey.PRODUCE
 TopicResult = ProduceResponse.TopicProduceResponse
@@ -179,7 +180,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     acks = ctx.acks = request.acks
     ctx.record_count, ctx.partition_count = 0, sum(len(t.partition_data) for t in request.topic_data)
     ctx.error_code = ctx.error_count = 0  # counted here: the metrics row need not walk the response
-    uses_ids = ctx.api_version >= 13
+    version = ctx.api_version
+    uses_ids = version >= 13
     responses = []
     failed = False
     leaders: set[int] = set()  # brokers named in current_leader (KIP-951 node endpoints)
@@ -216,7 +218,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
                 leaders.add(leader.leader)
             results.append(
-                PartitionResult(
+                new(
+                    PartitionResult,
+                    version,
                     index=data.index,
                     error_code=error,
                     base_offset=base_offset,
@@ -228,7 +232,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 )
             )
         responses.append(
-            TopicResult(name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=results)
+            new(TopicResult, version, topic_id=topic_data.topic_id, partition_responses=results)
+            if uses_ids
+            else new(TopicResult, version, name=topic_data.name, partition_responses=results)
         )
     throttling.record_produce(ctx, acks)
     if acks == 0:

@@ -6,12 +6,20 @@ Each batch keeps the leader epoch it was appended under, served in its
 partitionLeaderEpoch field (Kafka's LogValidator writes it into the batch at append).
 Timestamp lookups (ListOffsets) go through a time index built lazily on that path only,
 and decode the records of the one batch they land in.
+
+Storage, as Kafka's segment files: each batch is copied once, at append, into the
+partition's current segment (an anonymous mmap, so only the bytes written cost memory),
+where its baseOffset and partitionLeaderEpoch are stamped. Consecutive batches are
+consecutive bytes, so a fetch serves any run of them as one memoryview of a segment,
+however many batches it holds, and the socket writes it from there. A segment goes when
+retention has dropped its last batch and no response still holds a view of it.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import mmap
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,12 +32,12 @@ from broker.state.records import (
     BatchInfo,
     UndecodableBatch,
     batch_max_timestamp,
-    batch_prefix,
     control_batch,
     producer_id_of,
     record_timestamps,
     set_log_append_time,
     split_batches,
+    stamp_batch,
 )
 from protocol.errors import ErrorCode
 
@@ -39,6 +47,9 @@ _undecodable_warned: set[str] = set()  # one warning per kind of failure, per pr
 # Kafka keeps the metadata of the last five batches per producer to detect retries.
 PRODUCER_BATCH_CACHE = 5
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
+# Bytes per segment: address space only until written. A fetch that spans two segments
+# joins its pieces (one copy), so they are large next to a fetch's partition_max_bytes.
+SEGMENT_BYTES = 16 * 1024 * 1024
 
 
 class SequenceError(Exception):
@@ -49,13 +60,35 @@ class SequenceError(Exception):
         self.code = code
 
 
+class _Segment:
+    """Consecutive stored batches, back to back in one mapping."""
+
+    __slots__ = ("view", "used")
+
+    def __init__(self, size: int) -> None:
+        self.view = memoryview(mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE))
+        self.used = 0
+
+    def add(self, batch: memoryview) -> int:
+        """Where the batch's copy starts here, or -1 when it does not fit."""
+        start = self.used
+        end = start + len(batch)
+        if end > len(self.view):
+            return -1
+        self.view[start:end] = batch
+        self.used = end
+        return start
+
+
 @dataclass(slots=True)
 class _StoredBatch:
     base_offset: int
     last_offset: int
     max_timestamp: int
     leader_epoch: int  # the partition's leader epoch when the batch was appended
-    data: memoryview
+    data: memoryview  # in `segment` from `start`, baseOffset and partitionLeaderEpoch stamped
+    segment: _Segment | None  # None once dropped: the segment's memory is not held
+    start: int
     delete_horizon_ms: int = -1  # compaction: when its tombstones may go (-1: not yet cleaned)
 
 
@@ -99,6 +132,10 @@ class PartitionLog:
         self._active_rolling_ms = NO_TIMESTAMP
         self._batches: list[_StoredBatch] = []
         self._base_offsets: list[int] = []
+        # Running total of the stored bytes at each batch's end (a batch's position in
+        # the log, as in a segment file), for fetch sizes without walking batches.
+        self._ends: list[int] = []
+        self._segment: _Segment | None = None  # where the next batch goes
         self._first = 0  # index of the first retained batch (trimmed lazily)
         self.log_start_offset = 0
         self.log_end_offset = 0
@@ -185,9 +222,7 @@ class PartitionLog:
         for batch in batches:
             base = self.log_end_offset
             last = base + batch.last_offset_delta
-            self._batches.append(_StoredBatch(base, last, batch.max_timestamp, leader_epoch, batch.data))
-            self._base_offsets.append(base)
-            self.size_bytes += batch.size
+            self._store(base, last, batch.max_timestamp, leader_epoch, batch.data)
             self.log_end_offset = last + 1
             if batch.producer_id >= 0:
                 state = self._producers.setdefault(batch.producer_id, ProducerState(batch.producer_epoch))
@@ -208,6 +243,25 @@ class PartitionLog:
         for listener in self.append_listeners:
             listener()
         return first_offset
+
+    def _store(
+        self, base: int, last: int, max_timestamp: int, leader_epoch: int, data: memoryview
+    ) -> _StoredBatch:
+        """Copies a batch into the current segment (a new one when it is full), stamps
+        its offset and leader epoch there, and indexes it."""
+        segment = self._segment
+        start = segment.add(data) if segment is not None else -1
+        if segment is None or start < 0:
+            segment = self._segment = _Segment(max(SEGMENT_BYTES, len(data)))
+            start = segment.add(data)
+        copy = segment.view[start : start + len(data)]
+        stamp_batch(copy, base, leader_epoch)
+        stored = _StoredBatch(base, last, max_timestamp, leader_epoch, copy, segment, start)
+        self._batches.append(stored)
+        self._base_offsets.append(base)
+        self.size_bytes += len(copy)
+        self._ends.append((self._ends[-1] if self._ends else 0) + len(copy))
+        return stored
 
     def _maybe_roll(self, batches: list[BatchInfo]) -> None:
         """LogSegment.shouldRoll: a new active segment when the incoming batches would
@@ -294,9 +348,13 @@ class PartitionLog:
                 continue
             kept.append(stored)
         rest = self._batches[self._first + len(cleanable) :]
-        self._batches = kept + rest
-        self._base_offsets = [b.base_offset for b in self._batches]
+        # Rewritten as the cleaner writes new segments: every retained batch copied anew.
+        self._batches, self._base_offsets, self._ends, self._segment = [], [], [], None
         self._first = 0
+        self.size_bytes = 0
+        for old in kept + rest:
+            stored = self._store(old.base_offset, old.last_offset, old.max_timestamp, old.leader_epoch, old.data)
+            stored.delete_horizon_ms = old.delete_horizon_ms
         self._time_stamps, self._time_offsets, self._time_indexed_to = [], [], 0
         return removed
 
@@ -371,6 +429,9 @@ class PartitionLog:
         dropped = self._batches[self._first]
         self._first += 1
         self.size_bytes -= len(dropped.data)
+        # The segment is freed once no retained batch (or response) holds a view of it.
+        dropped.data.release()
+        dropped.segment = None
         self.log_start_offset = max(self.log_start_offset, dropped.last_offset + 1)
         if self.aborted and self.aborted[0][2] < self.log_start_offset:
             self.aborted = [entry for entry in self.aborted if entry[2] >= self.log_start_offset]
@@ -389,37 +450,46 @@ class PartitionLog:
         if self._first > 1024 and self._first * 2 > len(self._batches):
             del self._batches[: self._first]
             del self._base_offsets[: self._first]
+            del self._ends[: self._first]
             self._first = 0
 
     def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
         """Whole batches from the one containing `offset`, up to max_bytes (at least one
         batch when `min_one`, as KIP-74 requires), each with the leader epoch it was
         appended under. Offsets must be in range."""
-        return self.read_counted(offset, max_bytes, min_one)[0]
+        return bytes(self.read_counted(offset, max_bytes, min_one)[0])
 
     def read_counted(
         self, offset: int, max_bytes: int, min_one: bool = True, end_offset: int | None = None
-    ) -> tuple[bytes, int]:
+    ) -> tuple[memoryview | bytes, int]:
         """`read`, and how many records (offsets) the batches hold, for the metrics; with
-        `end_offset` (read_committed: the last stable offset) no batch from there on."""
+        `end_offset` (read_committed: the last stable offset) no batch from there on.
+        The batches come as one view of their segment (joined only where a read spans
+        two segments), found by bisection: no per-batch work."""
         index = max(self._batch_index(offset), self._first)
-        if index < len(self._batches) and self._batches[index].last_offset < offset:
+        batches = self._batches
+        if index < len(batches) and batches[index].last_offset < offset:
             index += 1  # the offset fell in a gap compaction left: the next batch
-        pieces: list[bytes | memoryview] = []
-        taken = records = 0
-        while index < len(self._batches):
-            stored = self._batches[index]
-            size = len(stored.data)
-            if taken + size > max_bytes and (taken > 0 or not min_one):
-                break
-            if end_offset is not None and stored.base_offset >= end_offset:
-                break
-            pieces.append(batch_prefix(stored.base_offset, stored.data, stored.leader_epoch))
-            pieces.append(stored.data[16:])
-            taken += size
-            records += stored.last_offset - stored.base_offset + 1
-            index += 1
-        return b"".join(pieces), records
+        if index >= len(batches):
+            return b"", 0
+        first = batches[index]
+        start = self._ends[index] - len(first.data)
+        stop = bisect.bisect_right(self._ends, start + max_bytes, lo=index)
+        if stop == index and min_one:
+            stop = index + 1
+        if end_offset is not None:
+            stop = min(stop, bisect.bisect_left(self._base_offsets, end_offset, lo=index))
+        if stop <= index:
+            return b"", 0
+        last = batches[stop - 1]
+        if self.compaction is None:
+            records = last.last_offset - first.base_offset + 1
+        else:  # offsets the cleaner removed are not records
+            records = sum(b.last_offset - b.base_offset + 1 for b in batches[index:stop])
+        segment = first.segment
+        if last.segment is segment and segment is not None:
+            return segment.view[first.start : last.start + len(last.data)], records
+        return b"".join(b.data for b in batches[index:stop]), records
 
     def end_offset_for_epoch(self, requested: int, current_epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a client

@@ -2,7 +2,7 @@
 
 Batches stay opaque bytes on the produce and fetch paths: only the 61-byte header is
 read, the CRC-32C is checked, and offsets and the leader epoch are assigned by rewriting
-baseOffset and partitionLeaderEpoch when the batch is served. Records are decoded (with
+baseOffset and partitionLeaderEpoch in the log's copy of the batch. Records are decoded (with
 kafka-python's decoder and builder) only where Kafka must look inside: ListOffsets'
 timestamp lookups (`record_timestamps`), and for compacted topics the key check at
 produce (`keyless_records`) and the cleaner (`decode_records`, `rebuild_batch`).
@@ -136,13 +136,11 @@ def batch_max_timestamp(batch: memoryview) -> int:
     return int(_TIMESTAMP.unpack_from(batch, _MAX_TIMESTAMP_OFFSET)[0])
 
 
-def batch_prefix(base_offset: int, batch: memoryview, leader_epoch: int) -> bytes:
-    """The 16 bytes that replace a stored batch's first 16 when it is served.
-
-    baseOffset and partitionLeaderEpoch are outside the CRC, so rewriting them keeps the
-    batch valid without re-encoding anything.
-    """
-    return _PREFIX.pack(base_offset, len(batch) - 12, leader_epoch)
+def stamp_batch(into: memoryview, base_offset: int, leader_epoch: int) -> None:
+    """Writes a stored batch's baseOffset and partitionLeaderEpoch into its first 16
+    bytes (batchLength stays). Both are outside the CRC, so the batch stays valid
+    without re-encoding anything: Kafka's LogValidator assigns them the same way."""
+    _PREFIX.pack_into(into, 0, base_offset, len(into) - 12, leader_epoch)
 
 
 def record_timestamps(batch: memoryview) -> Iterator[tuple[int, int]]:
