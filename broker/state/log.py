@@ -48,8 +48,10 @@ _undecodable_warned: set[str] = set()  # one warning per kind of failure, per pr
 PRODUCER_BATCH_CACHE = 5
 NO_TIMESTAMP = -1  # RecordBatch.NO_TIMESTAMP
 # Bytes per segment: address space only until written. A fetch that spans two segments
-# joins its pieces (one copy), so they are large next to a fetch's partition_max_bytes.
+# joins its pieces (one copy), so they are large next to a fetch's partition_max_bytes;
+# under log.retention.bytes a quarter of it (a segment's memory goes with its last batch).
 SEGMENT_BYTES = 16 * 1024 * 1024
+MIN_SEGMENT_BYTES = 64 * 1024
 
 
 class SequenceError(Exception):
@@ -252,7 +254,10 @@ class PartitionLog:
         segment = self._segment
         start = segment.add(data) if segment is not None else -1
         if segment is None or start < 0:
-            segment = self._segment = _Segment(max(SEGMENT_BYTES, len(data)))
+            size = SEGMENT_BYTES
+            if self.retention_bytes >= 0:
+                size = min(size, max(self.retention_bytes // 4, MIN_SEGMENT_BYTES))
+            segment = self._segment = _Segment(max(size, len(data)))
             start = segment.add(data)
         copy = segment.view[start : start + len(data)]
         stamp_batch(copy, base, leader_epoch)
