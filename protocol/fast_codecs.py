@@ -311,7 +311,11 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
                 return None
             if version >= 5:
                 buf += _FETCH_PARTITION.pack(
-                    p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset
+                    p.partition_index,
+                    p.error_code,
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
                 )
             else:
                 buf += _FETCH_PARTITION_V4.pack(
@@ -338,4 +342,3 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
 
 def chunks_size(chunks: list[Any]) -> int:
     return sum(len(chunk) for chunk in chunks)
-

@@ -48,7 +48,9 @@ def _append(
         batches = split_batches(records)
     except InvalidRecords as exc:
         return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc), -1, []
+    record_count = 0
     for batch in batches:
+        record_count += batch.record_count
         if batch.size > max_batch_bytes:
             return (
                 ErrorCode.MESSAGE_TOO_LARGE,
@@ -73,7 +75,7 @@ def _append(
         base_offset = log.append(batches, partition.leader_epoch, append_time)
     except SequenceError as exc:
         return exc.code, -1, str(exc), -1, []
-    ctx.record_count = (ctx.record_count or 0) + sum(batch.record_count for batch in batches)
+    ctx.record_count = (ctx.record_count or 0) + record_count
     return ErrorCode.NONE, base_offset, None, append_time, []
 
 
@@ -158,16 +160,20 @@ def _max_batch_bytes(ctx: RequestContext, topic: Topic | None) -> int:
     return int(override) if override is not None else ctx.config.get_int("message.max.bytes")
 
 
-def _check_min_isr(ctx: RequestContext, topic: Topic, partition: Partition) -> tuple[int, str | None]:
-    """Partition.appendRecordsToLeader: acks=all needs an ISR (here: the live replicas)
-    of at least min(min.insync.replicas, replicas)."""
+def _check_min_isr(
+    ctx: RequestContext, topic: Topic, partition: Partition, live: set[int]
+) -> tuple[int, str | None]:
+    """Partition.appendRecordsToLeader: acks=all needs an ISR (here: the replicas on
+    `live` brokers) of at least min(min.insync.replicas, replicas)."""
+    replicas = partition.replicas
+    if len(replicas) == 1 and replicas[0] in live:
+        return ErrorCode.NONE, None  # min(min.insync.replicas, 1) = 1: met
     configured = topic.configs.get("min.insync.replicas")
     min_isr = min(
         int(configured) if configured is not None else ctx.config.get_int("min.insync.replicas"),
-        len(partition.replicas),
+        len(replicas),
     )
-    live = set(ctx.cluster.live_broker_ids())
-    isr = [replica for replica in partition.replicas if replica in live]
+    isr = [replica for replica in replicas if replica in live]
     if len(isr) >= min_isr:
         return ErrorCode.NONE, None
     return ErrorCode.NOT_ENOUGH_REPLICAS, (
@@ -185,6 +191,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     responses = []
     failed = False
     leaders: set[int] = set()  # brokers named in current_leader (KIP-951 node endpoints)
+    live: set[int] | None = None  # the live brokers, for acks=all
     for topic_data in request.topic_data:
         topic, topic_error = find_topic(
             ctx, None if uses_ids else topic_data.name, topic_data.topic_id if uses_ids else None
@@ -200,7 +207,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             elif topic is not None:
                 partition, error = led_partition(ctx, topic, data.index)
             if partition is not None and topic is not None and acks == -1:
-                error, message = _check_min_isr(ctx, topic, partition)
+                if live is None:
+                    live = set(ctx.cluster.live_broker_ids())
+                error, message = _check_min_isr(ctx, topic, partition, live)
                 if error:
                     partition = None
             if partition is not None and topic is not None:

@@ -25,20 +25,27 @@ FetchPartition = FetchTopic.PartitionData
 def _text(rng: random.Random, nullable: bool = False) -> str | None:
     if nullable and rng.random() < 0.3:
         return None
-    return "".join(rng.choice("abcé-_.ü日") for _ in range(rng.randrange(0, 200 if rng.random() < 0.1 else 12)))
+    return "".join(
+        rng.choice("abcé-_.ü日") for _ in range(rng.randrange(0, 200 if rng.random() < 0.1 else 12))
+    )
 
 
 def _records(rng: random.Random, nullable: bool = True) -> bytes | None:
     if nullable and rng.random() < 0.1:
         return None
-    size = rng.choice([0, 1, 61, 300, fast_codecs.INLINE_RECORDS - 1, fast_codecs.INLINE_RECORDS, 5000, 70000])
+    size = rng.choice(
+        [0, 1, 61, 300, fast_codecs.INLINE_RECORDS - 1, fast_codecs.INLINE_RECORDS, 5000, 70000]
+    )
     return rng.randbytes(size)
 
 
 def _produce_request(rng: random.Random, version: int) -> Any:
     topics = []
     for _ in range(rng.randrange(0, 4)):
-        partitions = [PartitionData(index=rng.randrange(-1, 2**31), records=_records(rng)) for _ in range(rng.randrange(0, 4))]
+        partitions = [
+            PartitionData(index=rng.randrange(-1, 2**31), records=_records(rng))
+            for _ in range(rng.randrange(0, 4))
+        ]
         if version >= 13:
             topics.append(TopicData(topic_id=uuid.UUID(int=rng.getrandbits(128)), partition_data=partitions))
         else:
@@ -77,10 +84,14 @@ def test_produce_requests_decode_to_the_same_objects(version: int) -> None:
 
 
 def test_produced_records_are_views_of_the_frame_not_copies() -> None:
-    body = memoryview(ProduceRequest(
-        transactional_id=None, acks=1, timeout_ms=100,
-        topic_data=[TopicData(name="t", partition_data=[PartitionData(index=0, records=b"x" * 100)])],
-    ).encode(version=9))
+    body = memoryview(
+        ProduceRequest(
+            transactional_id=None,
+            acks=1,
+            timeout_ms=100,
+            topic_data=[TopicData(name="t", partition_data=[PartitionData(index=0, records=b"x" * 100)])],
+        ).encode(version=9)
+    )
     records = fast_codecs.decode_produce_request(body, 9).topic_data[0].partition_data[0].records
     assert isinstance(records, memoryview) and records.obj is body.obj
 
@@ -95,7 +106,9 @@ def test_the_generic_decoder_decides_what_the_fast_one_does_not_take(version: in
     if version >= 9:  # a tagged field anywhere: kafka-python keeps unknown ones
         tagged = bytes(body[:-1]) + b"\x01\x05\x01\x00"
         assert fast_codecs.decode_produce_request(memoryview(tagged), version) is None
-    null_topics = ProduceRequest(transactional_id=None, acks=1, timeout_ms=1, topic_data=None).encode(version=version)
+    null_topics = ProduceRequest(transactional_id=None, acks=1, timeout_ms=1, topic_data=None).encode(
+        version=version
+    )
     assert fast_codecs.decode_produce_request(memoryview(null_topics), version) is None
     assert fast_codecs.decode_produce_request(memoryview(body), 2) is None  # before v3: generic only
 
@@ -151,7 +164,11 @@ def _fetch_response(rng: random.Random, version: int) -> Any:
         partitions = []
         for _ in range(rng.randrange(0, 4)):
             aborted = rng.choice(
-                [None, [], [FetchPartition.AbortedTransaction(producer_id=rng.randrange(0, 2**40), first_offset=5)]]
+                [
+                    None,
+                    [],
+                    [FetchPartition.AbortedTransaction(producer_id=rng.randrange(0, 2**40), first_offset=5)],
+                ]
             )
             records = _records(rng)
             if records is not None and rng.random() < 0.5:
@@ -192,7 +209,9 @@ def test_fetch_responses_encode_to_the_same_bytes(version: int) -> None:
 def test_fetched_records_pass_through_unjoined() -> None:
     stored = memoryview(bytearray(b"r" * 10_000))
     partition = FetchPartition(partition_index=0, error_code=0, high_watermark=1, records=stored)
-    response = FetchResponse(version=16, responses=[FetchTopic(topic_id=uuid.uuid4(), partitions=[partition])])
+    response = FetchResponse(
+        version=16, responses=[FetchTopic(topic_id=uuid.uuid4(), partitions=[partition])]
+    )
     chunks = fast_codecs.encode_fetch_response(response, 16)
     assert chunks is not None and any(chunk is stored for chunk in chunks)
     assert fast_codecs.chunks_size(chunks) == len(response.encode(version=16))

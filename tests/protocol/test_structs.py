@@ -22,7 +22,14 @@ def _slots(value: Any) -> dict[str, Any]:
 
 CASES: list[tuple[type, dict[str, Any]]] = [
     (PartitionResult, {"index": 1, "error_code": 0, "base_offset": 7, "log_append_time_ms": -1}),
-    (PartitionResult, {"index": 1, "error_code": 6, "current_leader": PartitionResult.LeaderIdAndEpoch(leader_id=1, leader_epoch=2)}),
+    (
+        PartitionResult,
+        {
+            "index": 1,
+            "error_code": 6,
+            "current_leader": PartitionResult.LeaderIdAndEpoch(leader_id=1, leader_epoch=2),
+        },
+    ),
     (ProduceResponse, {"responses": [], "throttle_time_ms": 0}),
     (FetchResponse, {"throttle_time_ms": 0, "error_code": 0, "session_id": 0, "responses": []}),
     (FetchPartition, {"partition_index": 0, "error_code": 0, "high_watermark": 5, "records": b"x"}),
@@ -49,6 +56,8 @@ def test_new_builds_what_the_constructor_builds(cls: type, fields: dict[str, Any
 
 def test_fields_outside_the_version_and_unknown_names_behave_as_the_constructor() -> None:
     outside = new(PartitionResult, 3, index=0, error_code=0, error_message="only from v8")
-    assert _slots(outside) == _slots(PartitionResult(version=3, index=0, error_code=0, error_message="only from v8"))
+    assert _slots(outside) == _slots(
+        PartitionResult(version=3, index=0, error_code=0, error_message="only from v8")
+    )
     with pytest.raises(ValueError):
         new(PartitionResult, 9, index=0, no_such_field=1)

@@ -20,11 +20,15 @@ from broker.state.records import split_batches
 def _batch(rng: random.Random, records: int) -> bytes:
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, batch_size=1 << 20)
     for i in range(records):
-        builder.append(i, timestamp=1_000 + i, key=None, value=rng.randbytes(rng.randrange(1, 300)), headers=[])
+        builder.append(
+            i, timestamp=1_000 + i, key=None, value=rng.randbytes(rng.randrange(1, 300)), headers=[]
+        )
     return bytes(builder.build())
 
 
-def _expected(batches: list[tuple[int, int, bytes]], offset: int, max_bytes: int, end_offset: int | None) -> bytes:
+def _expected(
+    batches: list[tuple[int, int, bytes]], offset: int, max_bytes: int, end_offset: int | None
+) -> bytes:
     """The rule batch by batch, as Kafka's log reads it."""
     taken, out = 0, []
     for base, epoch, data in batches:
