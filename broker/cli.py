@@ -7,9 +7,13 @@ import asyncio
 import logging
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 from broker.config.broker_config import load_properties
-from broker.mock_cluster import MockCluster, new_event_loop
+from broker.startup import defer_kafka_package_init
+
+if TYPE_CHECKING:
+    from broker.mock_cluster import MockCluster
 
 log = logging.getLogger("broker")
 
@@ -83,6 +87,11 @@ async def serve(cluster: MockCluster) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # The broker is imported here, after kafka-python's package __init__ (its whole client,
+    # which the broker does not use) has been deferred: see broker/startup.py.
+    defer_kafka_package_init()
+    from broker.mock_cluster import MockCluster, new_event_loop
+
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
