@@ -17,6 +17,7 @@ machine directly; handlers translate requests and responses. Waiting operations
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -67,6 +68,7 @@ def kafka_abs(value: int) -> int:
     return 0 if value == -(2**31) else abs(value)
 
 
+@functools.lru_cache(maxsize=4096)  # asked on every group request: hashing the id is not free
 def partition_of(key: str, partitions: int) -> int:
     """The partition of an internal topic (__consumer_offsets, __transaction_state) a
     group id or transactional id maps to: Utils.abs(key.hashCode) % partitions."""
