@@ -50,3 +50,27 @@ def new(cls: type, version: int, /, **fields: Any) -> Any:
     if isinstance(obj, ApiMessage):
         obj._header = obj._min_version = obj._max_version = None
     return obj
+
+
+_SLOTS: dict[type, tuple[Any, ...]] = {}
+
+
+def copy_struct(obj: Any) -> Any:
+    """A shallow copy of a kafka-python message object, unset slots left unset (what
+    copy.copy gives, at a fraction of its cost)."""
+    cls = type(obj)
+    slots = _SLOTS.get(cls)
+    if slots is None:
+        slots = _SLOTS[cls] = tuple(
+            klass.__dict__[name]
+            for klass in cls.__mro__
+            for name in getattr(klass, "__slots__", ())
+            if name != "__weakref__"
+        )
+    copied = object.__new__(cls)
+    for slot in slots:
+        try:
+            slot.__set__(copied, slot.__get__(obj, cls))
+        except AttributeError:  # not set: left unset
+            pass
+    return copied

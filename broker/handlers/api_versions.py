@@ -4,7 +4,6 @@ clients that know KIP-890 part 2 (the Java client) use its epoch bumps."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,6 +13,7 @@ from broker.context import RequestContext
 from broker.state.features import SUPPORTED
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.structs import copy_struct
 
 API_KEY = ApiKey.API_VERSIONS
 
@@ -36,14 +36,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name or ""
         ctx.connection.client_software_version = request.client_software_version or ""
-    features = ctx.cluster.features
-    key = (
-        ctx.api_version,
-        tuple(ctx.broker.advertised_apis.items()),
-        features.epoch,
-        tuple(features.finalized.items()),
-    )
-    response, body = _answer(ctx, key)
+    response, body = _answer(ctx)
     # Sent as encoded here unless throttled (the pipeline encodes it again then); no
     # error to count, so the metrics and conformance need not walk the 60-odd entries.
     ctx.encoded = (response, [body])
@@ -51,21 +44,30 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return response
 
 
-def _answer(ctx: RequestContext, key: tuple[Any, ...]) -> tuple[Any, bytes]:
+def _answer(ctx: RequestContext) -> tuple[Any, bytes]:
     """The response and its encoding, the same for every request until the APIs or the
     finalized features change: built and encoded once (Kafka caches this answer too;
     60-odd ApiVersion entries built and encoded were 95 % of the request's cost)."""
+    advertised, features = ctx.broker.advertised_apis, ctx.cluster.features
+    finalized = tuple(features.finalized.items())
+    key = (ctx.api_version, id(advertised), features.epoch)
     cached = _ANSWERS.get(key)
-    if cached is None:
+    if cached is None or cached[0] is not advertised or cached[1] != finalized:
         if len(_ANSWERS) >= 64:
             _ANSWERS.clear()
         response = _build(ctx)
-        cached = _ANSWERS[key] = (response, bytes(response.encode(version=ctx.api_version)))
+        cached = _ANSWERS[key] = (
+            advertised,
+            finalized,
+            response,
+            bytes(response.encode(version=ctx.api_version)),
+        )
     # A top-level object of its own: the pipeline writes a throttle time into it.
-    return copy.copy(cached[0]), cached[1]
+    return copy_struct(cached[2]), cached[3]
 
 
-_ANSWERS: dict[tuple[Any, ...], tuple[Any, bytes]] = {}
+# (version, APIs, features epoch) -> (the APIs, finalized features, response, its bytes)
+_ANSWERS: dict[tuple[int, int, int], tuple[Mapping[int, tuple[int, int]], tuple[Any, ...], Any, bytes]] = {}
 
 
 def _build(ctx: RequestContext) -> Any:

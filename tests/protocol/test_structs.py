@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -9,7 +10,7 @@ from kafka.protocol.consumer import FetchResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import ProduceResponse
 
-from protocol.structs import new
+from protocol.structs import copy_struct, new
 
 PartitionResult = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 FetchPartition = FetchResponse.FetchableTopicResponse.PartitionData
@@ -61,3 +62,16 @@ def test_fields_outside_the_version_and_unknown_names_behave_as_the_constructor(
     )
     with pytest.raises(ValueError):
         new(PartitionResult, 9, index=0, no_such_field=1)
+
+
+@pytest.mark.parametrize("cls,fields", CASES)
+def test_copy_struct_is_copy_copy(cls: type, fields: dict[str, Any]) -> None:
+    for original in (cls(version=cls._struct.max_version, **fields), cls(**fields)):
+        copied = copy_struct(original)
+        expected = copy.copy(original)
+        assert copied is not original and type(copied) is type(original)
+        for klass in type(original).__mro__:
+            for name in getattr(klass, "__slots__", ()):
+                assert hasattr(copied, name) == hasattr(expected, name)
+                if hasattr(expected, name):
+                    assert getattr(copied, name) is getattr(expected, name)
