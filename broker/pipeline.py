@@ -363,7 +363,7 @@ class RequestPipeline:
             return 0
         chunks = encode_response(response, api_key, api_version, correlation_id, body)
         connection.send(chunks)
-        return sum(len(chunk) for chunk in chunks) - 4
+        return int.from_bytes(chunks[0][:4], "big")  # the size prefix encode_response framed
 
 
 def _overrides(observer: Observer, name: str) -> bool:

@@ -341,4 +341,5 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
 
 
 def chunks_size(chunks: list[Any]) -> int:
+    """The bytes of an encoded message written as chunks."""
     return sum(len(chunk) for chunk in chunks)

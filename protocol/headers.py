@@ -14,7 +14,12 @@ from kafka.protocol.api_header import RequestHeader
 
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
-from protocol.fast_codecs import decode_produce_request, encode_fetch_response, encode_produce_response
+from protocol.fast_codecs import (
+    chunks_size,
+    decode_produce_request,
+    encode_fetch_response,
+    encode_produce_response,
+)
 
 _FIXED = struct.Struct(">hhi")
 FIXED_HEADER_SIZE = _FIXED.size
@@ -131,7 +136,7 @@ def encode_response(
     ApiVersions responses always use header v0 (KIP-511)."""
     if body is None:
         body = encode_body(response, api_key, api_version)
-    size = sum(len(chunk) for chunk in body)
+    size = chunks_size(body)
     if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version):
         return [_HEADER_V1.pack(size + 5, correlation_id, 0), *body]
     return [_HEADER_V0.pack(size + 4, correlation_id), *body]

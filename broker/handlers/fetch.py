@@ -38,7 +38,7 @@ from broker.state.replica_selector import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.headers import encode_body
+from protocol.headers import chunks_size, encode_body
 
 API_KEY = ApiKey.FETCH
 TopicResult = FetchResponse.FetchableTopicResponse
@@ -204,7 +204,7 @@ def _respond(ctx: RequestContext, results: list[Any]) -> Any:
     if not throttling.fetch_quota_enabled(ctx):
         return response
     body = encode_body(response, API_KEY, ctx.api_version)  # sent as is unless throttled
-    if throttling.record_fetch(ctx, 4 + sum(len(chunk) for chunk in body)):
+    if throttling.record_fetch(ctx, 4 + chunks_size(body)):
         ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
         return ctx.response(
             throttle_time_ms=ctx.throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=[]
