@@ -125,6 +125,7 @@ class MockCluster:
             self.config.get_int("record.requests.max"),
             self.config.get_str("record.file") or None,
             self.on_loop,
+            self.config.get_int("record.requests.max.bytes"),
         )
         self.conformance = ConformanceTracker(self.on_loop)
         self.admin: AdminServer | None = None

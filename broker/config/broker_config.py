@@ -179,6 +179,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "super.users": ("", "list", "principals allowed everything: User:admin;User:ops"),
     "admin.port": ("-1", "int", "HTTP control plane on 127.0.0.1:PORT (0: a free port; -1: off)"),
     "record.requests.max": ("256", "int", "requests and responses kept in the recording ring (0: none)"),
+    "record.requests.max.bytes": (
+        "67108864",
+        "int",
+        "request bytes kept in the recording ring (its oldest entries go first; the newest stays)",
+    ),
     "record.file": ("", "string", "append every request and response here as JSON lines (empty: off)"),
     "conformance.report.file": ("", "string", "write the conformance report here when the cluster stops"),
     "telemetry.enabled": (
@@ -231,6 +236,7 @@ READ_ONLY: frozenset[str] = frozenset(
         "super.users",
         "admin.port",
         "record.requests.max",
+        "record.requests.max.bytes",
         "record.file",
         "conformance.report.file",
         "telemetry.enabled",

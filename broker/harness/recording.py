@@ -1,5 +1,6 @@
 """Request recording: every decoded request and its response, kept in a bounded ring
-(`record.requests.max`) and optionally appended to a JSON-lines file (`record.file`).
+(`record.requests.max` entries, `record.requests.max.bytes` of request frames) and
+optionally appended to a JSON-lines file (`record.file`).
 
 The ring holds the decoded objects themselves; they become dicts only when read, and the
 file is written by a background task through an executor, so the request path pays for
@@ -105,10 +106,15 @@ class RequestRecorder(Observer):
         max_requests: int,
         path: str | None = None,
         on_loop: Callable[[Callable[[], Any]], Any] | None = None,
+        max_bytes: int = 64 * 1024 * 1024,
     ) -> None:
         self.max_requests = max_requests
+        self.max_bytes = max_bytes
         self.enabled = max_requests > 0 or path is not None
-        self._ring: deque[Recorded] = deque(maxlen=max(max_requests, 0))
+        # Entries with their request's frame size: a produce request's records are views
+        # of its frame, so the ring keeps the frames alive and is bounded by their bytes too.
+        self._ring: deque[tuple[Recorded, int]] = deque()
+        self._ring_bytes = 0
         self._on_loop = on_loop or (lambda fn: fn())
         self.path = path
         self._unwritten: list[Recorded] = []
@@ -137,7 +143,11 @@ class RequestRecorder(Observer):
             ctx.fault_id,
         )
         if self.max_requests > 0:
-            self._ring.append(entry)
+            ring = self._ring
+            ring.append((entry, ctx.request_bytes))
+            self._ring_bytes += ctx.request_bytes
+            while len(ring) > self.max_requests or (self._ring_bytes > self.max_bytes and len(ring) > 1):
+                self._ring_bytes -= ring.popleft()[1]
         if self.path is not None:
             self._unwritten.append(entry)
             if self._writer is None:
@@ -148,13 +158,17 @@ class RequestRecorder(Observer):
         api, version, header, request and response bodies (bytes as base64 in JSON)."""
 
         def pick() -> list[Recorded]:
-            found = [e for e in self._ring if api_key is None or e.api_key == api_key]
+            found = [e for e, _ in self._ring if api_key is None or e.api_key == api_key]
             return found[max(len(found) - limit, 0) :] if limit is not None else found
 
         return [as_dict(entry) for entry in self._on_loop(pick)]
 
     def clear(self) -> None:
-        self._on_loop(self._ring.clear)
+        def empty() -> None:
+            self._ring.clear()
+            self._ring_bytes = 0
+
+        self._on_loop(empty)
 
     async def _write_soon(self) -> None:
         """The one writer: waits a moment so that lines go out in batches, then writes

@@ -68,6 +68,27 @@ def test_the_ring_is_bounded_and_filtered_by_api_and_limit() -> None:
         assert cluster.requests.list() == []
 
 
+def test_the_ring_is_also_bounded_by_request_bytes() -> None:
+    """record.requests.max.bytes: the newest requests whose frames fit the budget stay,
+    so a load run with large batches does not pin hundreds of produce frames."""
+    with MockCluster(config={**FAST, "record.requests.max": "100", "record.requests.max.bytes": "50000"}) as cluster:
+        cluster.create_topic("rec")
+        produce(cluster, [bytes([n]) * 20_000 for n in range(6)])
+        produced = cluster.requests.list(api_key=PRODUCE)
+        # Each produce frame holds one 20 kB record: two fit in 50 kB beside the small
+        # requests after them, the four before them are gone.
+        assert len(produced) == 2
+        kept = [values_in(bytes(e["request"]["topic_data"][0]["partition_data"][0]["records"])) for e in produced]
+        assert kept == [[bytes([4]) * 20_000], [bytes([5]) * 20_000]]
+        with Conn(cluster, "counter") as conn:
+            for _ in range(3):
+                conn.call(metadata_request())
+        assert [e["correlation_id"] for e in cluster.requests.list()][-3:] == [1, 2, 3]
+        cluster.requests.clear()
+        produce(cluster, [b"x" * 60_000])
+        assert len(cluster.requests.list(api_key=PRODUCE)) == 1  # the newest is kept even alone
+
+
 def test_recording_off_keeps_nothing() -> None:
     with MockCluster(config={**FAST, "record.requests.max": "0"}) as cluster:
         with Conn(cluster, "unseen") as conn:
