@@ -26,7 +26,8 @@ import struct
 import uuid
 from typing import Any
 
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.consumer import FetchResponse
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -43,6 +44,8 @@ INLINE_RECORDS = 512  # smaller records are copied into the surrounding chunk
 
 _TopicData = ProduceRequest.TopicProduceData
 _PartitionData = _TopicData.PartitionProduceData
+_PartitionResult = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+_FetchPartition = FetchResponse.FetchableTopicResponse.PartitionData
 
 
 class _Malformed(Exception):
@@ -237,13 +240,31 @@ class _Writer:
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def _tagged_default(item: Any, *names: str) -> bool:
-    """Whether none of the tagged fields `names` is set (kafka-python writes those that
-    differ from their defaults, None or an empty list here)."""
+_TAGS_IN_VERSION: dict[tuple[type, int, tuple[str, ...]], tuple[str, ...]] = {}
+
+
+def _tags_in(cls: Any, version: int, *names: str) -> tuple[str, ...]:
+    """Which of the tagged fields `names` the version of `cls` has (cached): reading a
+    field the version lacks goes through DataContainer.__getattr__ and an exception,
+    which costs more than encoding the rest of the object."""
+    key = (cls, version, names)
+    found = _TAGS_IN_VERSION.get(key)
+    if found is None:
+        found = _TAGS_IN_VERSION[key] = tuple(
+            field.name for field in cls._struct._fields if field.name in names and field.for_version_q(version)
+        )
+    return found
+
+
+def _tagged_set(item: Any, names: tuple[str, ...]) -> bool:
+    """Whether a tagged field is set: one of `names` (kafka-python writes those that
+    differ from their defaults, None or an empty list here) or an unknown one."""
+    if item.unknown_tags:
+        return True
     for name in names:
         if getattr(item, name, None):
-            return False
-    return not item.unknown_tags
+            return True
+    return False
 
 
 def encode_produce_response(response: Any, version: int) -> list[Any] | None:
@@ -253,8 +274,9 @@ def encode_produce_response(response: Any, version: int) -> list[Any] | None:
         return None
     flexible = version >= _PRODUCE_FLEXIBLE
     by_id = version >= _TOPIC_IDS
-    if flexible and not _tagged_default(response, "node_endpoints"):
+    if flexible and _tagged_set(response, _tags_in(ProduceResponse, version, "node_endpoints")):
         return None
+    partition_tags = _tags_in(_PartitionResult, version, "current_leader")
     out = _Writer(flexible)
     buf = out.buf
     out.count(response.responses)
@@ -262,7 +284,7 @@ def encode_produce_response(response: Any, version: int) -> list[Any] | None:
         out.topic(topic.name, topic.topic_id, by_id)
         out.count(topic.partition_responses)
         for p in topic.partition_responses:
-            if flexible and not _tagged_default(p, "current_leader"):
+            if flexible and _tagged_set(p, partition_tags):
                 return None
             if version >= 5:
                 buf += _PRODUCE_PARTITION.pack(
@@ -295,8 +317,9 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
         return None
     flexible = version >= _FETCH_FLEXIBLE
     by_id = version >= _TOPIC_IDS
-    if flexible and not _tagged_default(response, "node_endpoints"):
+    if flexible and _tagged_set(response, _tags_in(FetchResponse, version, "node_endpoints")):
         return None
+    partition_tags = _tags_in(_FetchPartition, version, "diverging_epoch", "current_leader", "snapshot_id")
     out = _Writer(flexible)
     buf = out.buf
     buf += _I32.pack(response.throttle_time_ms)
@@ -307,7 +330,7 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
         out.topic(topic.topic, topic.topic_id, by_id)
         out.count(topic.partitions)
         for p in topic.partitions:
-            if flexible and not _tagged_default(p, "diverging_epoch", "current_leader", "snapshot_id"):
+            if flexible and _tagged_set(p, partition_tags):
                 return None
             if version >= 5:
                 buf += _FETCH_PARTITION.pack(
