@@ -21,6 +21,7 @@ import bisect
 import logging
 import mmap
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -79,7 +80,7 @@ class _Segment:
         self.used = 0
         self.populated = 0
 
-    def add(self, batch: memoryview) -> int:
+    def add(self, batch: memoryview | bytes) -> int:
         """Where the batch's copy starts here, or -1 when it does not fit."""
         global _populate
         start = self.used
@@ -108,13 +109,14 @@ _populate = True
 
 @dataclass(slots=True)
 class _StoredBatch:
+    """One retained batch as the paths that look inside batches (compaction) take it;
+    the log keeps its batches as columns (PartitionLog._base_offsets and the rest)."""
+
     base_offset: int
     last_offset: int
     max_timestamp: int
     leader_epoch: int  # the partition's leader epoch when the batch was appended
-    data: memoryview  # in `segment` from `start`, baseOffset and partitionLeaderEpoch stamped
-    segment: _Segment | None  # None once dropped: the segment's memory is not held
-    start: int
+    data: memoryview  # baseOffset and partitionLeaderEpoch stamped
     delete_horizon_ms: int = -1  # compaction: when its tombstones may go (-1: not yet cleaned)
 
 
@@ -156,13 +158,7 @@ class PartitionLog:
         self._active_base = 0
         self._active_bytes = 0
         self._active_rolling_ms = NO_TIMESTAMP
-        self._batches: list[_StoredBatch] = []
-        self._base_offsets: list[int] = []
-        # Running total of the stored bytes at each batch's end (a batch's position in
-        # the log, as in a segment file), for fetch sizes without walking batches.
-        self._ends: list[int] = []
-        self._segment: _Segment | None = None  # where the next batch goes
-        self._first = 0  # index of the first retained batch (trimmed lazily)
+        self._reset_batches()
         self.log_start_offset = 0
         self.log_end_offset = 0
         self.size_bytes = 0
@@ -174,6 +170,42 @@ class PartitionLog:
         self._time_stamps: list[int] = []
         self._time_offsets: list[int] = []
         self._time_indexed_to = 0  # the log end offset when the index was last extended
+
+    def _reset_batches(self) -> None:
+        """No batches. They are kept as columns, an entry per batch: numbers in arrays
+        and segments in a list, so that a log of a million small batches is a dozen
+        objects to the garbage collector. (An object per batch made each full collection
+        walk them all: pauses near a second under a small-batch produce load.)"""
+        self._base_offsets = array("q")
+        self._last_offsets = array("q")
+        self._max_timestamps = array("q")
+        self._epochs = array("q")  # the partition's leader epoch when each was appended
+        self._starts = array("q")  # where each starts in its segment
+        self._sizes = array("q")
+        # Running total of the stored bytes at each batch's end (a batch's position in
+        # the log, as in a segment file), for fetch sizes without walking batches.
+        self._ends = array("q")
+        self._segments: list[_Segment | None] = []  # None once dropped: its memory is not held
+        self._delete_horizons: dict[int, int] = {}  # compaction's, by base offset (see _StoredBatch)
+        self._segment: _Segment | None = None  # where the next batch goes
+        self._first = 0  # index of the first retained batch (trimmed lazily)
+
+    def _data(self, index: int) -> memoryview:
+        segment = self._segments[index]
+        assert segment is not None, "a dropped batch"
+        start = self._starts[index]
+        return segment.view[start : start + self._sizes[index]]
+
+    def _stored(self, index: int) -> _StoredBatch:
+        base = self._base_offsets[index]
+        return _StoredBatch(
+            base,
+            self._last_offsets[index],
+            self._max_timestamps[index],
+            self._epochs[index],
+            self._data(index),
+            self._delete_horizons.get(base, -1),
+        )
 
     @property
     def high_watermark(self) -> int:
@@ -271,8 +303,8 @@ class PartitionLog:
         return first_offset
 
     def _store(
-        self, base: int, last: int, max_timestamp: int, leader_epoch: int, data: memoryview
-    ) -> _StoredBatch:
+        self, base: int, last: int, max_timestamp: int, leader_epoch: int, data: memoryview | bytes
+    ) -> None:
         """Copies a batch into the current segment (a new one when it is full), stamps
         its offset and leader epoch there, and indexes it."""
         segment = self._segment
@@ -283,14 +315,17 @@ class PartitionLog:
                 size = min(size, max(self.retention_bytes // 4, MIN_SEGMENT_BYTES))
             segment = self._segment = _Segment(max(size, len(data)))
             start = segment.add(data)
-        copy = segment.view[start : start + len(data)]
-        stamp_batch(copy, base, leader_epoch)
-        stored = _StoredBatch(base, last, max_timestamp, leader_epoch, copy, segment, start)
-        self._batches.append(stored)
+        size = len(data)
+        stamp_batch(segment.view, start, size, base, leader_epoch)
         self._base_offsets.append(base)
-        self.size_bytes += len(copy)
-        self._ends.append((self._ends[-1] if self._ends else 0) + len(copy))
-        return stored
+        self._last_offsets.append(last)
+        self._max_timestamps.append(max_timestamp)
+        self._epochs.append(leader_epoch)
+        self._starts.append(start)
+        self._sizes.append(size)
+        self._ends.append((self._ends[-1] if self._ends else 0) + size)
+        self._segments.append(segment)
+        self.size_bytes += size
 
     def _maybe_roll(self, batches: list[BatchInfo]) -> None:
         """LogSegment.shouldRoll: a new active segment when the incoming batches would
@@ -324,12 +359,12 @@ class PartitionLog:
         end = bisect.bisect_left(self._base_offsets, end_offset, lo=first)
         if config.min_compaction_lag_ms > 0:
             for index in range(first, end):
-                if self._batches[index].max_timestamp > now_ms - config.min_compaction_lag_ms:
+                if self._max_timestamps[index] > now_ms - config.min_compaction_lag_ms:
                     end = index
                     break
         if end <= first:
             return 0
-        cleanable = self._batches[first:end]
+        cleanable = [self._stored(index) for index in range(first, end)]
         dirty = [b for b in cleanable if b.base_offset >= self.first_dirty_offset]
         total_bytes = sum(len(b.data) for b in cleanable)
         dirty_bytes = sum(len(b.data) for b in dirty)
@@ -376,14 +411,14 @@ class PartitionLog:
                 self.size_bytes -= len(stored.data)
                 continue
             kept.append(stored)
-        rest = self._batches[self._first + len(cleanable) :]
+        rest = [self._stored(index) for index in range(self._first + len(cleanable), len(self._base_offsets))]
         # Rewritten as the cleaner writes new segments: every retained batch copied anew.
-        self._batches, self._base_offsets, self._ends, self._segment = [], [], [], None
-        self._first = 0
+        self._reset_batches()
         self.size_bytes = 0
         for old in kept + rest:
-            stored = self._store(old.base_offset, old.last_offset, old.max_timestamp, old.leader_epoch, old.data)
-            stored.delete_horizon_ms = old.delete_horizon_ms
+            self._store(old.base_offset, old.last_offset, old.max_timestamp, old.leader_epoch, old.data)
+            if old.delete_horizon_ms >= 0:
+                self._delete_horizons[old.base_offset] = old.delete_horizon_ms
         self._time_stamps, self._time_offsets, self._time_indexed_to = [], [], 0
         return removed
 
@@ -433,7 +468,7 @@ class PartitionLog:
             return
         if self.retention_ms >= 0:
             self.enforce_retention_ms(int(time.time() * 1000))
-        while self.size_bytes > self.retention_bytes and len(self._batches) - self._first > 1:
+        while self.size_bytes > self.retention_bytes and len(self._base_offsets) - self._first > 1:
             self._drop_first()
         self._compact()
 
@@ -447,7 +482,7 @@ class PartitionLog:
             return 0
         cutoff = now_ms - self.retention_ms
         dropped = 0
-        while self._first < len(self._batches) and self._batches[self._first].max_timestamp < cutoff:
+        while self._first < len(self._base_offsets) and self._max_timestamps[self._first] < cutoff:
             self._drop_first()
             dropped += 1
         if dropped:
@@ -455,13 +490,14 @@ class PartitionLog:
         return dropped
 
     def _drop_first(self) -> None:
-        dropped = self._batches[self._first]
+        dropped = self._first
         self._first += 1
-        self.size_bytes -= len(dropped.data)
+        self.size_bytes -= self._sizes[dropped]
         # The segment is freed once no retained batch (or response) holds a view of it.
-        dropped.data.release()
-        dropped.segment = None
-        self.log_start_offset = max(self.log_start_offset, dropped.last_offset + 1)
+        self._segments[dropped] = None
+        if self._delete_horizons:
+            self._delete_horizons.pop(self._base_offsets[dropped], None)
+        self.log_start_offset = max(self.log_start_offset, self._last_offsets[dropped] + 1)
         if self.aborted and self.aborted[0][2] < self.log_start_offset:
             self.aborted = [entry for entry in self.aborted if entry[2] >= self.log_start_offset]
 
@@ -470,16 +506,25 @@ class PartitionLog:
         fall inside a batch, as in Kafka), batches wholly before it go; the new log start."""
         if offset > self.log_start_offset:
             self.log_start_offset = offset
-            while self._first < len(self._batches) and self._batches[self._first].last_offset < offset:
+            while self._first < len(self._base_offsets) and self._last_offsets[self._first] < offset:
                 self._drop_first()
             self._compact()
         return self.log_start_offset
 
     def _compact(self) -> None:
-        if self._first > 1024 and self._first * 2 > len(self._batches):
-            del self._batches[: self._first]
-            del self._base_offsets[: self._first]
-            del self._ends[: self._first]
+        first = self._first
+        if first > 1024 and first * 2 > len(self._base_offsets):
+            for column in (
+                self._base_offsets,
+                self._last_offsets,
+                self._max_timestamps,
+                self._epochs,
+                self._starts,
+                self._sizes,
+                self._ends,
+                self._segments,
+            ):
+                del column[:first]
             self._first = 0
 
     def read(self, offset: int, max_bytes: int, min_one: bool = True) -> bytes:
@@ -496,29 +541,28 @@ class PartitionLog:
         The batches come as one view of their segment (joined only where a read spans
         two segments), found by bisection: no per-batch work."""
         index = max(self._batch_index(offset), self._first)
-        batches = self._batches
-        if index < len(batches) and batches[index].last_offset < offset:
+        count = len(self._base_offsets)
+        if index < count and self._last_offsets[index] < offset:
             index += 1  # the offset fell in a gap compaction left: the next batch
-        if index >= len(batches):
+        if index >= count:
             return b"", 0
-        first = batches[index]
-        start = self._ends[index] - len(first.data)
-        stop = bisect.bisect_right(self._ends, start + max_bytes, lo=index)
+        position = self._ends[index] - self._sizes[index]
+        stop = bisect.bisect_right(self._ends, position + max_bytes, lo=index)
         if stop == index and min_one:
             stop = index + 1
         if end_offset is not None:
             stop = min(stop, bisect.bisect_left(self._base_offsets, end_offset, lo=index))
         if stop <= index:
             return b"", 0
-        last = batches[stop - 1]
+        last = stop - 1
         if self.compaction is None:
-            records = last.last_offset - first.base_offset + 1
+            records = self._last_offsets[last] - self._base_offsets[index] + 1
         else:  # offsets the cleaner removed are not records
-            records = sum(b.last_offset - b.base_offset + 1 for b in batches[index:stop])
-        segment = first.segment
-        if last.segment is segment and segment is not None:
-            return segment.view[first.start : last.start + len(last.data)], records
-        return b"".join(b.data for b in batches[index:stop]), records
+            records = sum(self._last_offsets[i] - self._base_offsets[i] + 1 for i in range(index, stop))
+        segment = self._segments[index]
+        if segment is not None and self._segments[last] is segment:  # consecutive bytes
+            return segment.view[self._starts[index] : self._starts[last] + self._sizes[last]], records
+        return b"".join(self._data(i) for i in range(index, stop)), records
 
     def end_offset_for_epoch(self, requested: int, current_epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a client
@@ -529,9 +573,10 @@ class PartitionLog:
         if requested < 0:
             return -1, -1
         starts: list[tuple[int, int]] = []  # (epoch, start offset), epochs increasing
-        for stored in self._batches[self._first :]:
-            if not starts or stored.leader_epoch > starts[-1][0]:
-                starts.append((stored.leader_epoch, max(stored.base_offset, self.log_start_offset)))
+        for index in range(self._first, len(self._base_offsets)):
+            epoch = self._epochs[index]
+            if not starts or epoch > starts[-1][0]:
+                starts.append((epoch, max(self._base_offsets[index], self.log_start_offset)))
         if not starts or current_epoch > starts[-1][0]:
             starts.append((current_epoch, self.log_end_offset))
         if starts[-1][0] == requested:
@@ -545,9 +590,9 @@ class PartitionLog:
     def earliest_leader_epoch(self) -> int | None:
         """The leader epoch of the batch at the log start offset (None if the log is empty):
         the earliest entry of Kafka's leader epoch cache once truncated to the log start."""
-        if self._first >= len(self._batches):
+        if self._first >= len(self._base_offsets):
             return None
-        return self._batches[self._first].leader_epoch
+        return self._epochs[self._first]
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int, int] | None:
         """(offset, timestamp, leader epoch) of the first record whose timestamp is >=
@@ -558,10 +603,10 @@ class PartitionLog:
         entry = bisect.bisect_left(stamps, timestamp)
         if entry == len(stamps):
             return None
-        for index in range(self._batch_index(offsets[entry]), len(self._batches)):
-            stored = self._batches[index]
-            if stored.max_timestamp < timestamp:
+        for index in range(self._batch_index(offsets[entry]), len(self._base_offsets)):
+            if self._max_timestamps[index] < timestamp:
                 continue
+            stored = self._stored(index)
             try:
                 for delta, record_timestamp in record_timestamps(stored.data):
                     if record_timestamp >= timestamp:
@@ -579,7 +624,7 @@ class PartitionLog:
         stamps, offsets = self._time_index()
         if not stamps or stamps[-1] < NO_TIMESTAMP:
             return None
-        stored = self._batches[self._batch_index(offsets[-1])]
+        stored = self._stored(self._batch_index(offsets[-1]))
         try:
             for delta, record_timestamp in record_timestamps(stored.data):
                 if record_timestamp == stored.max_timestamp:
@@ -603,22 +648,22 @@ class PartitionLog:
             stop = offsets[0] if offsets else self._time_indexed_to
             lead_stamps: list[int] = []
             lead_offsets: list[int] = []
-            for index in range(self._first, len(self._batches)):
-                stored = self._batches[index]
-                if stored.base_offset >= stop:
+            for index in range(self._first, len(self._base_offsets)):
+                base, max_timestamp = self._base_offsets[index], self._max_timestamps[index]
+                if base >= stop:
                     break
-                if not lead_stamps or stored.max_timestamp > lead_stamps[-1]:
-                    lead_stamps.append(stored.max_timestamp)
-                    lead_offsets.append(stored.base_offset)
+                if not lead_stamps or max_timestamp > lead_stamps[-1]:
+                    lead_stamps.append(max_timestamp)
+                    lead_offsets.append(base)
             stamps[:0] = lead_stamps
             offsets[:0] = lead_offsets
         if self._time_indexed_to < self.log_end_offset:
             start = bisect.bisect_left(self._base_offsets, self._time_indexed_to, lo=self._first)
-            for index in range(start, len(self._batches)):
-                stored = self._batches[index]
-                if not stamps or stored.max_timestamp > stamps[-1]:
-                    stamps.append(stored.max_timestamp)
-                    offsets.append(stored.base_offset)
+            for index in range(start, len(self._base_offsets)):
+                max_timestamp = self._max_timestamps[index]
+                if not stamps or max_timestamp > stamps[-1]:
+                    stamps.append(max_timestamp)
+                    offsets.append(self._base_offsets[index])
             self._time_indexed_to = self.log_end_offset
         return stamps, offsets
 

@@ -136,11 +136,12 @@ def batch_max_timestamp(batch: memoryview) -> int:
     return int(_TIMESTAMP.unpack_from(batch, _MAX_TIMESTAMP_OFFSET)[0])
 
 
-def stamp_batch(into: memoryview, base_offset: int, leader_epoch: int) -> None:
-    """Writes a stored batch's baseOffset and partitionLeaderEpoch into its first 16
-    bytes (batchLength stays). Both are outside the CRC, so the batch stays valid
-    without re-encoding anything: Kafka's LogValidator assigns them the same way."""
-    _PREFIX.pack_into(into, 0, base_offset, len(into) - 12, leader_epoch)
+def stamp_batch(into: memoryview, start: int, size: int, base_offset: int, leader_epoch: int) -> None:
+    """Writes the baseOffset and partitionLeaderEpoch of the batch stored at `start` in
+    `into` (`size` bytes) into its first 16 bytes (batchLength stays). Both are outside
+    the CRC, so the batch stays valid without re-encoding anything: Kafka's LogValidator
+    assigns them the same way."""
+    _PREFIX.pack_into(into, start, base_offset, size - 12, leader_epoch)
 
 
 def record_timestamps(batch: memoryview) -> Iterator[tuple[int, int]]:

@@ -56,7 +56,7 @@ def test_reads_match_the_batch_by_batch_rule_within_and_across_segments(small_se
         data = _batch(rng, rng.randrange(1, 8))
         base = log.append(split_batches(data), leader_epoch=i // 50)
         appended.append((base, i // 50, data))
-    assert len({id(b.segment) for b in log._batches}) > 10  # the reads below cross segments
+    assert len({id(segment) for segment in log._segments}) > 10  # the reads below cross segments
     for _ in range(500):
         offset = rng.randrange(0, log.log_end_offset)
         max_bytes = rng.choice([0, 1, 100, 2000, 4096, 10_000, 1 << 20])
@@ -77,7 +77,7 @@ def test_a_read_within_one_segment_is_a_view_not_a_copy() -> None:
         log.append(split_batches(_batch(rng, 5)))
     records, _ = log.read_counted(0, 1 << 20)
     assert isinstance(records, memoryview)
-    assert records.obj is log._batches[0].segment.view.obj  # type: ignore[union-attr]
+    assert records.obj is log._segments[0].view.obj  # type: ignore[union-attr]
 
 
 def _segments() -> int:
