@@ -3,53 +3,64 @@
 `DataContainer.__init__` walks every field of a struct and asks each whether it exists
 in the version, for every object built; a produce response builds one per partition.
 `new` builds the same object (the same slots set to the same values, so it encodes,
-compares and prints the same: tests/protocol/test_structs.py) from a plan computed once
-per (class, version).
+compares and prints the same: tests/protocol/test_structs.py) with a constructor written
+once per (class, version).
 """
 
 from __future__ import annotations
 
+import keyword
+from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 
-# (class, version) -> (in-version fields with their defaults, tagged field names)
-_Plan = tuple[tuple[tuple[str, Any], ...], frozenset[str]]
-_PLANS: dict[tuple[type, int], _Plan] = {}
+_UNSET = object()
+# (class, version) -> a function of the in-version fields (keywords) building the object
+_MAKERS: dict[tuple[type, int], Callable[..., Any]] = {}
 
 
-def _plan(cls: type, version: int) -> _Plan:
+def _maker(cls: type, version: int) -> Callable[..., Any]:
+    """Writes the constructor of one (class, version) as Python source, as dataclasses
+    does: every slot set by one assignment, the arguments parsed by the interpreter."""
     struct = cls._struct  # type: ignore[attr-defined]
     if not struct.min_version <= version <= struct.max_version:
         raise ValueError(f"Invalid version: {version} (min={struct.min_version}, max={struct.max_version})")
-    plan = (
-        tuple((field.name, field.default) for field in struct._fields if field.for_version_q(version)),
-        frozenset(field.name for field in struct._fields if field._tag is not None),
-    )
-    _PLANS[(cls, version)] = plan
-    return plan
+    fields = [field for field in struct._fields if field.for_version_q(version)]
+    names = [field.name for field in fields]
+    if any(keyword.iskeyword(name) or not name.isidentifier() for name in names):
+        return lambda **values: cls(version=version, **values)
+    scope: dict[str, Any] = {"_cls": cls, "_new": object.__new__, "_UNSET": _UNSET}
+    params, body = [], ["obj = _new(_cls)", "tags = None"]
+    for index, field in enumerate(fields):
+        scope[f"_d{index}"] = field.default
+        if field._tag is None:
+            params.append(f"{field.name}=_d{index}")
+            body.append(f"obj.{field.name} = {field.name}")
+        else:  # a tagged field is named in `tags` when it was given
+            params.append(f"{field.name}=_UNSET")
+            body += [
+                f"if {field.name} is _UNSET: obj.{field.name} = _d{index}",
+                f"else: obj.{field.name} = {field.name}; tags = (tags or set()) | {{{field.name!r}}}",
+            ]
+    body += [f"obj._version = {version}", "obj.unknown_tags = None", "obj.tags = tags"]
+    if issubclass(cls, ApiMessage):
+        body.append("obj._header = obj._min_version = obj._max_version = None")
+    body.append("return obj")
+    source = f"def make(*, {', '.join(params)}):\n" + "\n".join(f"    {line}" for line in body)
+    exec(source, scope)  # noqa: S102 - names are checked identifiers, values go through scope
+    maker: Callable[..., Any] = scope["make"]
+    _MAKERS[(cls, version)] = maker
+    return maker
 
 
 def new(cls: type, version: int, /, **fields: Any) -> Any:
     """`cls(version=version, **fields)`, without the per-object schema walk."""
-    plan = _PLANS.get((cls, version)) or _plan(cls, version)
-    defaults, tagged = plan
-    obj: Any = object.__new__(cls)
-    matched = 0
-    for name, default in defaults:
-        if name in fields:
-            setattr(obj, name, fields[name])
-            matched += 1
-        else:
-            setattr(obj, name, default)
-    if matched != len(fields):  # a field outside the version, or an unknown one
+    make = _MAKERS.get((cls, version)) or _maker(cls, version)
+    try:
+        return make(**fields)
+    except TypeError:  # a field outside the version, or an unknown one: as the constructor does
         return cls(version=version, **fields)
-    obj._version = version
-    obj.unknown_tags = None
-    obj.tags = tagged.intersection(fields) if tagged and not tagged.isdisjoint(fields) else None
-    if isinstance(obj, ApiMessage):
-        obj._header = obj._min_version = obj._max_version = None
-    return obj
 
 
 _SLOTS: dict[type, tuple[Any, ...]] = {}
