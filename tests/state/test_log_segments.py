@@ -100,3 +100,19 @@ def test_retention_frees_a_segment_with_its_last_batch(monkeypatch: pytest.Monke
         log.append(split_batches(_batch(rng, 3)))
     assert _segments() - before <= held + 2  # a response's view keeps only its own segments
     assert bytes(fetched)  # still readable after its batches left the log
+
+
+def test_retained_batches_are_not_objects_for_the_garbage_collector() -> None:
+    """A log of many small batches must not make every full collection walk them: with an
+    object per batch, a small-batch produce load paused the broker's loop for 100s of ms."""
+    rng = random.Random(3)
+    data = _batch(rng, 1)
+    log = PartitionLog()
+    log.append(split_batches(data))
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(20_000):
+        log.append(split_batches(data))
+    gc.collect()
+    assert len(gc.get_objects()) - before < 100  # a few segments, not 20,000 of anything
+    assert log.log_end_offset == 20_001
