@@ -66,7 +66,12 @@ class ClientSensors:
     window, and the `mutation-rate` metric is a Rate registered without a config: the
     broker's default metric window (2 x 30 s), as ControllerMutationQuotaManager's
     registerQuotaMetrics has it (`metric_rate`). `rate` is then the same count over the
-    quota window, for the metrics row only (a rate comparable with the limit)."""
+    quota window, for the metrics row only (a rate comparable with the limit).
+
+    `last_check_ms`, `last_value` and `last_extra` are what the last `record` (with its
+    quota check) and `record_no_throttle` recorded: the metrics row carries them so that a
+    replay of the rows (spark's what-if) feeds the sensors exactly the broker's inputs.
+    Plain stores, read by no quota logic."""
 
     __slots__ = (
         "tags",
@@ -77,6 +82,9 @@ class ClientSensors:
         "throttle_time",
         "last_record_ms",
         "last_rate",
+        "last_check_ms",
+        "last_value",
+        "last_extra",
     )
 
     def __init__(
@@ -90,6 +98,9 @@ class ClientSensors:
         self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
         self.last_record_ms = 0
         self.last_rate: float | None = None  # measured at the last quota check
+        self.last_check_ms = 0  # when `record` last recorded (with a quota check)
+        self.last_value = 0.0  # what it recorded
+        self.last_extra = 0.0  # what `record_no_throttle` last recorded (at last_record_ms)
 
 
 class ClientQuotaManager:
@@ -158,7 +169,8 @@ class ClientQuotaManager:
 
     def record(self, sensors: ClientSensors, value: float, now_ms: int) -> int:
         """Records `value` and returns the throttle time (0 within the quota)."""
-        sensors.last_record_ms = now_ms
+        sensors.last_record_ms = sensors.last_check_ms = now_ms
+        sensors.last_value = value
         rate = sensors.rate
         rate.record(value, now_ms)
         bound = sensors.bound
@@ -177,6 +189,7 @@ class ClientQuotaManager:
 
     def record_no_throttle(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
         sensors.last_record_ms = now_ms
+        sensors.last_extra = value
         sensors.rate.record(value, now_ms)
 
     def unrecord(self, sensors: ClientSensors, value: float, now_ms: int) -> None:

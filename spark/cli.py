@@ -12,6 +12,15 @@ zone means UTC) or epoch seconds: `since <= ts < until`. Stage lines go to stder
 the job runs. `--follow` keeps the tables and the page up to date as files arrive,
 until Ctrl-C (see `spark.follow`).
 
+    kafka-mock-report what-if --metrics PATH --quotas PROPOSAL [--quotas PROPOSAL ...]
+                      --out DIR [--master URL] [--since T] [--until T] [--model closed|open]
+                      [--quota-window-num 11] [--quota-window-size-seconds 1] [--window 1s]
+
+`what-if` replays the recorded requests through the broker's quota code under the quotas
+of PROPOSAL (JSON as the HTTP control plane's /v1/quotas bodies, or a state dir's
+quotas.sqlite for today's quotas; several are applied in order) and writes requests/,
+entities/, entity_windows/ and index.html under DIR (see `spark.what_if_job`).
+
 This module is the only one that knows both modes: `spark.report` runs the batch
 report and `spark.follow` the streaming one (which reuses the report's page).
 """
@@ -87,7 +96,124 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def build_what_if_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kafka-mock-report what-if",
+        description="Replay recorded requests under proposed quotas (PySpark): what each client would see.",
+    )
+    parser.add_argument(
+        "--metrics", required=True, metavar="PATH", help="metrics directory or any Spark-readable path"
+    )
+    parser.add_argument(
+        "--quotas",
+        required=True,
+        action="append",
+        metavar="PROPOSAL",
+        help="JSON (/v1/quotas bodies) or quotas.sqlite; repeat to apply several in order",
+    )
+    parser.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (tables, plots, index.html)"
+    )
+    parser.add_argument(
+        "--master", default="local[*]", metavar="URL", help="Spark master (default: local[*])"
+    )
+    parser.add_argument(
+        "--since", metavar="T", help="only requests at or after T (ISO 8601, UTC, or epoch s)"
+    )
+    parser.add_argument("--until", metavar="T", help="only requests before T")
+    parser.add_argument(
+        "--model",
+        choices=("closed", "open"),
+        default="closed",
+        help="closed: a throttled connection's later requests shift by the extra mute (default); open: no shift",
+    )
+    parser.add_argument(
+        "--quota-window-num",
+        type=int,
+        default=11,
+        metavar="N",
+        help="the broker's quota.window.num (default: 11)",
+    )
+    parser.add_argument(
+        "--quota-window-size-seconds",
+        type=int,
+        default=1,
+        metavar="S",
+        help="the broker's quota.window.size.seconds (default: 1)",
+    )
+    parser.add_argument(
+        "--window", default="1s", metavar="W", help="throughput window of the plots (default: 1s)"
+    )
+    parser.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark configuration (repeatable)",
+    )
+    return parser
+
+
+def what_if_main(argv: Sequence[str]) -> int:
+    """`kafka-mock-report what-if ...`."""
+    from spark.quota_replay import ProposalError
+    from spark.what_if_job import load_config, run_what_if
+
+    parser = build_what_if_parser()
+    args = parser.parse_args(argv)
+    try:
+        jobs.parse_window(args.window)
+        since = jobs.parse_time(args.since) if args.since else None
+        until = jobs.parse_time(args.until) if args.until else None
+        conf = _parse_conf(args.conf)
+        config = load_config(
+            args.quotas, args.quota_window_num, args.quota_window_size_seconds, args.model == "closed"
+        )
+    except ProposalError as exc:
+        parser.error(f"--quotas: {exc}")
+    except ValueError as exc:
+        parser.error(str(exc))
+    progress = Progress(prefix="kafka-mock-report what-if")
+    spark, owned = _session(args.master, conf, progress)
+    try:
+        result = run_what_if(
+            spark, args.metrics, config, args.out, since, until, args.window, args.quotas, progress
+        )
+    except AnalysisException as exc:
+        print(f"kafka-mock-report what-if: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kafka-mock-report what-if: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if owned:
+            spark.stop()
+    progress(f"done: {result.rows} requests in {result.groups} groups, {len(result.plots)} plots")
+    print(result.index)
+    return 0
+
+
+def _session(master: str, conf: dict[str, str], progress: Progress) -> tuple[SparkSession, bool]:
+    """A new session on `master` (owned: the caller stops it), or the active one as it
+    is (a notebook, the tests) plus `conf`."""
+    active = SparkSession.getActiveSession()
+    if active is None:
+        progress(f"starting Spark ({master})")
+        from spark.session import build_session
+
+        # Spark's own progress bar only on a terminal: in a log it is carriage-return noise.
+        conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
+        return build_session(master, conf=conf), True
+    progress("using the active Spark session")
+    for key, value in conf.items():
+        active.conf.set(key, value)
+    return active, False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["what-if"]:
+        return what_if_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -103,21 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--top must be at least 1")
 
     progress = Progress()
-    active = SparkSession.getActiveSession()
-    owned = active is None
-    if active is None:
-        progress(f"starting Spark ({args.master})")
-        from spark.session import build_session
-
-        # Spark's own progress bar only on a terminal: in a log it is carriage-return noise.
-        conf.setdefault("spark.ui.showConsoleProgress", "true" if sys.stderr.isatty() else "false")
-        spark = build_session(args.master, conf=conf)
-    else:
-        # Embedded (a notebook, the tests): that session as it is, plus any --conf.
-        progress("using the active Spark session")
-        spark = active
-        for key, value in conf.items():
-            spark.conf.set(key, value)
+    spark, owned = _session(args.master, conf, progress)
     try:
         if args.follow:
             return run_follow(

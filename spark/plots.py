@@ -202,3 +202,57 @@ def plot_client_telemetry(path: str, title: str, clients: Sequence[ClientSeries]
         ax.set_axis_off()
     fig.suptitle(title)
     fig.savefig(path, dpi=DPI)
+
+
+@dataclass
+class WhatIfSeries:
+    """One entity under a what-if: its rate and throttle time per window as recorded and
+    as predicted under the proposal, and the proposal's limit (None: unlimited)."""
+
+    label: str
+    unit: str
+    limit: float | None
+    observed: dict[dt.datetime, float] = field(default_factory=dict)
+    predicted: dict[dt.datetime, float] = field(default_factory=dict)
+    observed_throttle: dict[dt.datetime, float] = field(default_factory=dict)
+    predicted_throttle: dict[dt.datetime, float] = field(default_factory=dict)
+
+
+def plot_what_if(path: str, title: str, entity: WhatIfSeries, window_ms: int) -> None:
+    """Two panels on one time axis: throughput recorded and predicted against the
+    proposed limit, then throttle time per window recorded and predicted."""
+    fig = Figure(figsize=(9, 4.8), layout="constrained")
+    rate_ax, throttle_ax = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
+    ends: list[dt.datetime] = []
+    for values, label, color in (
+        (entity.observed, "recorded", "tab:gray"),
+        (entity.predicted, "predicted", "tab:blue"),
+    ):
+        times, ys = filled(values, window_ms)
+        if times:
+            rate_ax.step(date2num(times), ys, where="post", color=color, label=label)
+            ends += [times[0], times[-1]]
+    if entity.limit is not None and ends:
+        rate_ax.hlines(
+            entity.limit, date2num(min(ends)), date2num(max(ends)), colors="tab:red", linestyles="--",
+            label="proposed limit",
+        )  # fmt: skip
+    rate_ax.set_ylabel(entity.unit)
+    rate_ax.set_ylim(bottom=0)
+    rate_ax.grid(True, alpha=0.3)
+    rate_ax.legend(loc="upper right", fontsize=8)
+    rate_ax.set_title(entity.label, fontsize=10)
+    for values, label, color in (
+        (entity.observed_throttle, "recorded", "tab:gray"),
+        (entity.predicted_throttle, "predicted", "tab:blue"),
+    ):
+        times, ys = filled(values, window_ms)
+        if times:
+            throttle_ax.step(date2num(times), ys, where="post", color=color, label=label)
+    throttle_ax.set_ylabel("throttle ms / window")
+    throttle_ax.set_ylim(bottom=0)
+    throttle_ax.grid(True, alpha=0.3)
+    throttle_ax.legend(loc="upper right", fontsize=8)
+    _time_axis(throttle_ax)
+    fig.suptitle(title)
+    fig.savefig(path, dpi=DPI)

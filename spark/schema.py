@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: the replay columns (run_id .. request_time_after_ms)
 SCHEMA_VERSION_KEY = b"kafka_mock_broker.metrics_schema_version"
 
 
@@ -55,6 +55,16 @@ COLUMNS: tuple[Column, ...] = (
     Column("record_count", "int32", True, "records produced or fetched (produce/fetch only)"),
     Column("partition_count", "int32", True, "partitions in the request (produce/fetch only)"),
     Column("acks", "int16", True, "produce acks (produce only)"),
+    # Schema 2: what the broker's quota sensors were fed, so that spark's what-if replays a
+    # run exactly (null in files of schema 1, and where nothing was recorded).
+    Column("run_id", "int64", True, "broker process start (UTC us): seq, connections, sensors are per run"),
+    Column("seq", "int64", True, "order in which the run finished its requests (and recorded their quotas)"),
+    Column("quotas_on", "int16", True, "quota types on then: 1 produce, 2 fetch, 4 request, 8 mutation"),
+    Column("quota_ms", "int64", True, "quota clock when this request's quotas were checked (UTC ms, +-1 ms)"),
+    Column("quota_bytes", "double", True, "bytes recorded on the produce or fetch sensor"),
+    Column("request_time", "double", True, "request quota: thread time recorded, checked (percent x s)"),
+    Column("request_time_after", "double", True, "request quota: network time recorded after the response"),
+    Column("request_time_after_ms", "int64", True, "quota clock when request_time_after was recorded"),
 )
 
 COLUMN_NAMES = tuple(column.name for column in COLUMNS)

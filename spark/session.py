@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
@@ -27,6 +29,10 @@ def build_session(
     """A session on `master` with BASE_CONF, overridden by `conf`. Reuses an active session
     (getOrCreate), in which case only runtime SQL settings of `conf` take effect."""
     builder = SparkSession.builder.master(master).appName(app_name)
+    # Python workers (the what-if's replay) run this interpreter, whose environment has
+    # this project, unless PYSPARK_PYTHON says otherwise (Spark's default: `python3` on
+    # PATH). PySpark reads only the variable, when the context starts.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in {**BASE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

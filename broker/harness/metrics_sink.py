@@ -42,6 +42,11 @@ BROKER_COLUMN = 1  # index of broker_id in a row
 TS_COLUMN = 0
 # Monotonic request times to wall-clock microseconds.
 EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
+# The quota clock (monotonic ms) to UTC ms: one integer offset, so differences between a
+# run's quota times stay exact (a sensor's windows depend on them to the millisecond).
+EPOCH_OFFSET_MS = EPOCH_OFFSET_NS // 1_000_000
+RUN_ID = time.time_ns() // 1000  # this process's run: seq and connection ids restart with it
+PRODUCE_OR_FETCH = (0, 1)  # the APIs whose quota_sensors are a byte-rate sensor
 THROTTLE_CAUSE = {
     ClientQuotaType.PRODUCE: "produce",
     ClientQuotaType.FETCH: "fetch",
@@ -205,6 +210,9 @@ class MetricsSink(ParquetTable, Observer):
         buffer_rows: int = 400_000,
     ) -> None:
         super().__init__(directory, arrow_schema(), roll_rows, roll_ms, buffer_rows)
+        # The order requests finish in: a request records its quotas just before its
+        # observers run, with nothing in between, so this is the order of the recordings.
+        self._seq = itertools.count()
         self.client_metrics = ParquetTable(
             self.directory / CLIENT_METRICS_DIR,
             client_metrics_arrow_schema(),
@@ -215,7 +223,7 @@ class MetricsSink(ParquetTable, Observer):
 
     def request_done(self, ctx: RequestContext, response: Any) -> None:
         if not ctx.disconnected:  # a row per answered (or acks=0) request
-            self.add(request_row(ctx, response))
+            self.add(request_row(ctx, response, next(self._seq)))
 
     def export_client_metrics(self, push: TelemetryPush) -> None:
         """A telemetry exporter: one row per pushed data point."""
@@ -238,8 +246,12 @@ class MetricsSink(ParquetTable, Observer):
         ]
 
 
-def request_row(ctx: RequestContext, response: Any) -> Row:
-    """The metrics row of one answered request, columns in spark/schema.py's order."""
+def request_row(ctx: RequestContext, response: Any, seq: int | None = None) -> Row:
+    """The metrics row of one answered request, columns in spark/schema.py's order.
+
+    The last columns are what the quota sensors were fed (see spark/schema.py): the
+    sensors keep the last values recorded, and nothing else records on them between
+    this request's recording and this row (both run in one step on the event loop)."""
     connection = ctx.connection
     name = _API_NAMES.get(ctx.api_key)
     if name is None:
@@ -253,6 +265,26 @@ def request_row(ctx: RequestContext, response: Any) -> Row:
         error_code, error_count = ctx.error_code, ctx.error_count
     else:
         error_code, error_count = error_summary(response) if response is not None else (0, 0)
+    managers = ctx.broker.quota_managers
+    quotas_on = (
+        managers.produce.enabled
+        | managers.fetch.enabled << 1
+        | managers.request.enabled << 2
+        | managers.controller_mutation.enabled << 3
+    )
+    quota_ms = quota_bytes = request_time = request_time_after = request_time_after_ms = None
+    if quotas_on:
+        bytes_sensors = ctx.quota_sensors if ctx.api_key in PRODUCE_OR_FETCH else None
+        request_sensors = ctx.request_sensors
+        if bytes_sensors is not None:
+            quota_ms = bytes_sensors.last_check_ms + EPOCH_OFFSET_MS
+            quota_bytes = bytes_sensors.last_value
+        if request_sensors is not None:
+            quota_ms = request_sensors.last_check_ms + EPOCH_OFFSET_MS
+            request_time = request_sensors.last_value
+            if response is not None:  # the response's encoding was recorded after it
+                request_time_after = request_sensors.last_extra
+                request_time_after_ms = request_sensors.last_record_ms + EPOCH_OFFSET_MS
     return (
         (ctx.received_ns + EPOCH_OFFSET_NS) // 1000,
         ctx.broker.node_id,
@@ -282,6 +314,14 @@ def request_row(ctx: RequestContext, response: Any) -> Row:
         ctx.record_count,
         ctx.partition_count,
         ctx.acks,
+        RUN_ID,
+        seq,
+        quotas_on,
+        quota_ms,
+        quota_bytes,
+        request_time,
+        request_time_after,
+        request_time_after_ms,
     )
 
 

@@ -60,6 +60,10 @@ ISSUE_COLUMNS = (
     "handler_us total_us throttle_time_ms throttle_cause quota_user quota_client_id quota_limit quota_rate "
     "error_code error_count record_count partition_count acks"
 ).split()
+# Issue 21 (schema 2): what the quota sensors were fed, for the what-if replay.
+ISSUE_COLUMNS += (
+    "run_id seq quotas_on quota_ms quota_bytes request_time request_time_after request_time_after_ms"
+).split()
 
 
 # ------------------------------------------------------------------ reading files
