@@ -35,9 +35,31 @@ class PersistentStore:
 
     async def _persist(self, *changes: Any) -> None:
         """`storage.write(*changes)` on the writer thread; the caller holds the lock and
-        applies the changes in memory only once this returns."""
-        if self.storage is not None:
-            await asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, *changes)
+        applies the changes in memory only once this returns.
+
+        Not interrupted by cancellation (a client that disconnects cancels its request's
+        task): a write handed to the thread commits regardless, so returning early would
+        leave the file holding a change the running broker never applied (and the lock
+        free for the next request to plan against the stale memory). Instead the write is
+        waited for, this returns normally so the caller applies it under its lock, and the
+        cancellation is delivered at the caller's next await."""
+        if self.storage is None:
+            return
+        written = asyncio.get_running_loop().run_in_executor(self._executor, self.storage.write, *changes)
+        cancelled = False
+        while True:
+            try:
+                await asyncio.shield(written)
+                break
+            except asyncio.CancelledError:
+                if written.cancelled():  # the write itself was (the executor shut down)
+                    raise
+                cancelled = True
+        if cancelled:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+                task.cancel()  # once the changes are applied: at the caller's next await
 
     def close(self) -> None:
         if self._executor is not None:
