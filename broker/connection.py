@@ -6,12 +6,29 @@ pipeline (pipeline.py), which answers it at once (the fast path: no task is crea
 returns a coroutine for requests that wait (long-poll fetch, group joins); then the
 connection holds later requests until it completes. Nothing here knows what plugs into
 the pipeline.
+
+Memory per connection is bounded whatever the client does: a frame by
+`socket.request.max.bytes` (`sasl.server.max.receive.size` before SASL authentication
+completes), undecoded requests by MAX_QUEUED_REQUESTS / MAX_QUEUED_BYTES, and answers by
+the transport's write buffer: requests are handled (and read) only while the transport
+takes what is written (asyncio's pause_writing/resume_writing), and one round of answers
+is cut at ROUND_BYTES, so a client that never reads holds at most about one round and one
+response. Kafka reads one request per connection and mutes it until its answer is sent;
+this is that bound with pipelining kept.
+
+`last_active` is when something was last read or written (Kafka's Selector updates its
+idle timer on any activity on the channel); the broker's periodic sweep closes
+connections idle for `connections.max.idle.ms`. A TLS connection's handshake runs here
+too (the TLS layer is put under the connection once admitted), so it counts against the
+connection limits from acceptand is closed by the same sweep if it never completes, as in Kafka.
 """
 
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import logging
+import ssl
 import struct
 import time
 from collections import deque
@@ -32,8 +49,25 @@ from quotas.manager import ClientQuotaManager, QuotaManagers
 log = logging.getLogger("broker.connection")
 
 _SIZE = struct.Struct(">i")
-# Stop reading from a client that has this many undecoded requests queued.
+# Stop reading from a client that has this many undecoded requests (or bytes) queued.
 MAX_QUEUED_REQUESTS = 64
+MAX_QUEUED_BYTES = 1 << 20
+# Answers written in one round (one writelines) at most before the transport is asked
+# whether it takes more (pause_writing): a pipelining client that never reads cannot make
+# the broker answer a whole read's worth of requests into memory.
+ROUND_BYTES = 256 << 10
+_monotonic = time.monotonic
+
+
+def _ssl_protocol_class(loop: asyncio.AbstractEventLoop) -> Any:
+    """The SSLProtocol of the running loop's own start_tls: uvloop's (C) or asyncio's."""
+    if type(loop).__module__.startswith("uvloop"):
+        from uvloop.loop import SSLProtocol  # type: ignore[attr-defined]
+
+        return SSLProtocol
+    return asyncio.sslproto.SSLProtocol
+
+
 CLOSE_LINGER_S = 0.05  # between a failed authentication's answer and the close
 
 
@@ -58,14 +92,19 @@ class ConnectionOwner(Protocol):
 class Connection(asyncio.Protocol):
     _next_id = 0
 
-    def __init__(self, broker: ConnectionOwner, listener: str) -> None:
+    def __init__(self, broker: ConnectionOwner, listener: str, tls: ssl.SSLContext | None = None) -> None:
         Connection._next_id += 1
         self.connection_id = Connection._next_id
         self.broker = broker
         self.pipeline = broker.pipeline
         self.listener = listener
-        self.max_frame = broker.config.get_int("socket.request.max.bytes")
         self.transport: asyncio.Transport | None = None
+        # TLS listeners: the handshake runs once the connection is admitted (_start_tls);
+        # until then the bytes read (the ClientHello) are kept for the TLS layer.
+        self._tls = tls
+        self._handshaking = tls is not None
+        self._tls_layer: asyncio.BaseProtocol | None = None
+        self._early_data: list[bytes] = []
         self.peer = ("", 0)
         self.client_id: str | None = None
         self.client_software_name = ""
@@ -73,6 +112,7 @@ class Connection(asyncio.Protocol):
         self.principal: KafkaPrincipal = ANONYMOUS
         # Until authentication completes on a SASL listener; None afterwards and elsewhere.
         self.sasl: SaslSession | None = new_session(broker.config, listener, broker.credentials)
+        self.max_frame = self._frame_limit()
         # KIP-368: the mechanism and lifetime of the authenticated SASL session (0: no end),
         # and when it ends (monotonic ns; None: never).
         self.sasl_mechanism = ""
@@ -81,7 +121,13 @@ class Connection(asyncio.Protocol):
         self.close_after_response = False
         self._buffer = bytearray()
         self._pending: deque[memoryview] = deque()
+        self._pending_bytes = 0  # of the frames in _pending, size prefixes included
         self._unsent: list[Any] | None = None  # responses held for one write (see _process)
+        self._unsent_bytes = 0
+        # When something was last read or written (monotonic s), for connections.max.idle.ms,
+        # and when the incomplete frame in _buffer started (socket.request.receive.timeout.ms).
+        self.last_active = _monotonic()
+        self.receive_started: float | None = None
         self._busy = False
         self._task: asyncio.Task[None] | None = None
         self._write_paused = False
@@ -99,14 +145,30 @@ class Connection(asyncio.Protocol):
 
     # -- asyncio.Protocol ----------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._tls_layer is not None:  # again, from the TLS layer: its handshake completed
+            self._tls_ready(transport)
+            return
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = (peer[0], peer[1])
-        if self.sasl is None:
+        self.last_active = _monotonic()
+        if self.sasl is None and not self._handshaking:
             self.principal = peer_principal(transport.get_extra_info("ssl_object"))
         self.broker.connections.add(self)
         self.admit()
+        if self._reading_paused:
+            # uvloop starts reading after connection_made whatever it asked: pause again.
+            asyncio.get_running_loop().call_soon(self._pause_again)
+
+    def _pause_again(self) -> None:
+        if (
+            self._reading_paused
+            and self._tls_layer is None
+            and not self.closed
+            and self.transport is not None
+        ):
+            self.transport.pause_reading()
 
     def admit(self) -> None:
         """Connection quotas at accept time (Kafka's ConnectionQuotas.inc): wait unread
@@ -117,6 +179,9 @@ class Connection(asyncio.Protocol):
         )
         if decision.admission is Admission.ACCEPT:
             self.admitted = True
+            self.last_active = _monotonic()  # the idle clock starts at admission
+            if self._handshaking and self._tls_layer is None:
+                self._start_tls()
             if self._muted:
                 self._unmute()
             return
@@ -143,14 +208,76 @@ class Connection(asyncio.Protocol):
         self.broker.connections.discard(self)
         self.idle.set()
 
+    def _start_tls(self) -> None:
+        """Puts the TLS layer (the loop's own SSLProtocol, as start_tls does, but at once,
+        before anything more is read) under this connection and hands it what was read
+        before admission. The handshake is bounded by connections.max.idle.ms from
+        admission (asyncio's default of 60 s when that is off) and by the idle sweep; its
+        end calls connection_made again with the TLS transport."""
+        raw = self.transport
+        assert raw is not None and self._tls is not None
+        loop = asyncio.get_running_loop()
+        idle_ms = self.broker.config.get_int("connections.max.idle.ms")
+        waiter = loop.create_future()
+        waiter.add_done_callback(self._handshake_done)
+        layer = _ssl_protocol_class(loop)(
+            loop,
+            self,
+            self._tls,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=idle_ms / 1000 if idle_ms > 0 else None,
+        )
+        self._tls_layer = layer
+        raw.set_protocol(layer)
+        layer.connection_made(raw)
+        early, self._early_data = self._early_data, []
+        for data in early:
+            view = memoryview(data)
+            while view and not self.closed:
+                buffer = layer.get_buffer(len(view))
+                count = min(len(buffer), len(view))
+                buffer[:count] = view[:count]
+                layer.buffer_updated(count)
+                view = view[count:]
+        if self._reading_paused:
+            raw.resume_reading()
+
+    def _tls_ready(self, transport: asyncio.BaseTransport) -> None:
+        """The handshake completed: requests come through the TLS transport from now on."""
+        self.transport = transport  # type: ignore[assignment]
+        self._handshaking = False
+        self._reading_paused = False  # the TLS transport reads from the start
+        if self.sasl is None:
+            self.principal = peer_principal(transport.get_extra_info("ssl_object"))
+        self.last_active = _monotonic()
+        self._update_reading()
+
+    def _handshake_done(self, waiter: asyncio.Future[None]) -> None:
+        """A handshake that failed (a TLS error, a reset, the timeout, closed by the idle
+        sweep or the broker stopping) closes the connection: the TLS layer reports no
+        connection_lost before its handshake completed."""
+        if waiter.cancelled() or waiter.exception() is None:
+            return
+        if not self.closed:
+            log.info("closing %s: TLS handshake failed: %r", self.describe(), waiter.exception())
+        self.connection_lost(None)
+
     def pause_writing(self) -> None:
         self._write_paused = True
+        self._update_reading()
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self.last_active = _monotonic()
         self._process()
 
     def data_received(self, data: bytes) -> None:
+        self.last_active = _monotonic()
+        if self._handshaking:  # the start of a TLS handshake, read before admission
+            self._early_data.append(bytes(data))
+            self._update_reading()
+            return
         if self._buffer:
             self._buffer += data
             view = memoryview(self._buffer)
@@ -161,14 +288,8 @@ class Connection(asyncio.Protocol):
         while end - pos >= 4:
             (size,) = _SIZE.unpack_from(view, pos)
             if size < 0 or size > self.max_frame:
-                log.warning(
-                    "closing %s: request size %d outside 0..%d (socket.request.max.bytes)",
-                    self.describe(),
-                    size,
-                    self.max_frame,
-                )
                 view.release()
-                self.close()
+                self._refuse_frame(size)
                 return
             if end - pos - 4 < size:
                 break
@@ -178,12 +299,49 @@ class Connection(asyncio.Protocol):
             else:
                 self._pending.append(view[pos + 4 : pos + 4 + size])
             pos += 4 + size
+        self._pending_bytes += pos
         if self._buffer:
             view.release()
             del self._buffer[:pos]
+            if not self._buffer:
+                self.receive_started = None
+            elif pos:
+                self.receive_started = self.last_active  # a new frame started in this read
         elif pos < end:
             self._buffer += view[pos:]
+            self.receive_started = self.last_active
         self._process()
+
+    def _frame_limit(self) -> int:
+        """socket.request.max.bytes; before SASL authentication completes (or while a
+        session re-authenticates) sasl.server.max.receive.size too, as Kafka's
+        SaslServerAuthenticator reads its frames."""
+        limit = self.broker.config.get_int("socket.request.max.bytes")
+        if self.sasl is not None:
+            limit = min(
+                limit, int(self.broker.config.for_listener(self.listener, "sasl.server.max.receive.size"))
+            )
+        return limit
+
+    def _refuse_frame(self, size: int) -> None:
+        """A size prefix beyond the limit, refused before its body is read (Kafka's
+        InvalidReceiveException): closed at once; before authentication, as a failed
+        authentication, after connection.failed.authentication.delay.ms and unanswered."""
+        authenticating = self.sasl is not None
+        log.warning(
+            "closing %s: request size %d outside 0..%d (%s)",
+            self.describe(),
+            size,
+            self.max_frame,
+            "sasl.server.max.receive.size" if authenticating else "socket.request.max.bytes",
+        )
+        delay_ms = self.broker.config.get_int("connection.failed.authentication.delay.ms")
+        if not authenticating or delay_ms <= 0:
+            self.close()
+            return
+        self._buffer.clear()
+        self.receive_started = None
+        self.close_soon(delay_ms / 1000)
 
     def resume(self) -> None:
         """Reads and handles again after the pipeline's hold ends."""
@@ -191,14 +349,18 @@ class Connection(asyncio.Protocol):
             self._process()
 
     def _update_reading(self) -> None:
-        """Reading stops while muted, while too many requests are queued undecoded, or
-        while the pipeline is held (an observer that cannot keep up)."""
+        """Reading stops while muted, while too many requests (or bytes) are queued
+        undecoded, while the transport takes no more answers (the client is not reading
+        them), during a TLS handshake, or while the pipeline is held (an observer that
+        cannot keep up)."""
         queued = len(self._pending)
-        if queued > MAX_QUEUED_REQUESTS:
+        if queued > MAX_QUEUED_REQUESTS or self._pending_bytes > MAX_QUEUED_BYTES:
             self._queue_full = True
-        elif queued <= MAX_QUEUED_REQUESTS // 2:
+        elif queued <= MAX_QUEUED_REQUESTS // 2 and self._pending_bytes <= MAX_QUEUED_BYTES // 2:
             self._queue_full = False
-        pause = self._muted or self._queue_full or self.pipeline.held
+        pause = (
+            self._muted or self._queue_full or self._write_paused or self._handshaking or self.pipeline.held
+        )
         if pause == self._reading_paused or self.transport is None or self.transport.is_closing():
             return
         self._reading_paused = pause
@@ -213,11 +375,18 @@ class Connection(asyncio.Protocol):
             return
         # Responses to the frames handled here go out together at the end, in one write
         # (one writev): a client that pipelines gets one system call, not one per response.
-        self._unsent = []
-        try:
-            self._handle_pending()
-        finally:
-            self._flush()
+        # A round ends at ROUND_BYTES of answers: the next starts only if the transport
+        # took them without pausing writing.
+        while True:
+            self._unsent = []
+            self._unsent_bytes = 0
+            try:
+                self._handle_pending()
+            finally:
+                full = self._unsent_bytes >= ROUND_BYTES
+                self._flush()
+            if not full:
+                break
         self._update_reading()
         if not self._busy and not self._pending:
             self.idle.set()
@@ -231,8 +400,10 @@ class Connection(asyncio.Protocol):
             and not self._write_paused
             and not self.closed
             and not pipeline.held  # resumed when the hold ends
+            and self._unsent_bytes < ROUND_BYTES
         ):
             frame = self._pending.popleft()
+            self._pending_bytes -= len(frame) + 4
             sasl = self.sasl
             if sasl is not None and sasl.raw_tokens:
                 self._handle_raw_token(sasl, frame)
@@ -256,12 +427,15 @@ class Connection(asyncio.Protocol):
         joined), at once or with the others of this round of `_process`."""
         if self._unsent is not None:
             self._unsent += chunks
+            self._unsent_bytes += _SIZE.unpack_from(chunks[0])[0]
         elif self.transport is not None and not self.closed:
+            self.last_active = _monotonic()
             self.transport.writelines(chunks)
 
     def _flush(self) -> None:
         unsent, self._unsent = self._unsent, None
         if unsent and self.transport is not None and not self.transport.is_closing():
+            self.last_active = _monotonic()
             self.transport.writelines(unsent)
 
     # -- SASL ------------------------------------------------------------------
@@ -283,6 +457,7 @@ class Connection(asyncio.Protocol):
         SASL principal, for `connections.max.reauth.ms` (per listener or broker-wide)."""
         self.principal = sasl.principal
         self.sasl = None
+        self.max_frame = self._frame_limit()
         self.sasl_mechanism = sasl.mechanism
         self.session_lifetime_ms = int(
             self.broker.config.for_listener(self.listener, "connections.max.reauth.ms")
@@ -311,6 +486,7 @@ class Connection(asyncio.Protocol):
             self.broker.credentials,
             reauthenticating=(self.sasl_mechanism, self.principal),
         )
+        self.max_frame = self._frame_limit()
         return self.sasl
 
     def fail_authentication(self, response: Any) -> Coroutine[Any, Any, Any]:
@@ -326,14 +502,15 @@ class Connection(asyncio.Protocol):
 
         return delayed()
 
-    def close_soon(self) -> None:
+    def close_soon(self, delay_s: float = CLOSE_LINGER_S) -> None:
         """Stops reading and closes a moment after the last response, so the client
         reads that response before it sees the connection end (kafka-python 3 drops data
         that arrives together with the FIN)."""
         self._pending.clear()
+        self._pending_bytes = 0
         self._muted = True
         self._update_reading()
-        self._unmute_handle = asyncio.get_running_loop().call_later(CLOSE_LINGER_S, self.close)
+        self._unmute_handle = asyncio.get_running_loop().call_later(delay_s, self.close)
 
     # -- muting ----------------------------------------------------------------
     def mute(self, throttle_ms: int, manager: ClientQuotaManager | None) -> None:
@@ -368,6 +545,7 @@ class Connection(asyncio.Protocol):
             self.broker.connection_closed(self)
         self.closed = True
         self._pending.clear()
+        self._pending_bytes = 0
         if self._task is not None:
             self._task.cancel()
         if self.transport is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
@@ -45,6 +46,10 @@ log = logging.getLogger("broker.server")
 CONNECTION_LIMITS = frozenset(
     {"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
 )
+# How often idle connections are looked for: a tenth of connections.max.idle.ms, within
+# these bounds (Kafka's processors look on every poll, at least every 300 ms).
+IDLE_SWEEP_MIN_S = 0.01
+IDLE_SWEEP_MAX_S = 1.0
 
 
 class BrokerServer:
@@ -130,6 +135,7 @@ class BrokerServer:
         # Callbacks that end long-poll waits early (fetch), called when the broker stops.
         self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
+        self._idle_sweep: asyncio.TimerHandle | None = None
 
     @property
     def running(self) -> bool:
@@ -140,13 +146,15 @@ class BrokerServer:
         for endpoint in self.listeners:
             # A restarted broker takes back the ports it had, where its clients look for it.
             bound = self.bound.get(endpoint.listener)
+            # TLS is started by each connection once admitted (Connection._start_tls), so a
+            # handshake counts against the connection limits and the idle sweep, as in Kafka.
+            tls = server_context(self.config, endpoint.listener)
             try:
                 server = await loop.create_server(
-                    lambda listener=endpoint.listener: Connection(self, listener),
+                    lambda listener=endpoint.listener, tls=tls: Connection(self, listener, tls),
                     endpoint.host or None,
                     bound.port if bound is not None else endpoint.port,
                     reuse_address=True,
-                    ssl=server_context(self.config, endpoint.listener),
                 )
             except BaseException:
                 for opened in self._servers:  # all listeners or none
@@ -166,6 +174,48 @@ class BrokerServer:
         else:
             node.endpoints = endpoints
             self.cluster.broker_up(self.node_id)
+        self._schedule_idle_sweep()
+
+    def _schedule_idle_sweep(self) -> None:
+        idle_ms = self.config.get_int("connections.max.idle.ms")
+        interval = IDLE_SWEEP_MAX_S
+        if idle_ms > 0:
+            interval = min(IDLE_SWEEP_MAX_S, max(IDLE_SWEEP_MIN_S, idle_ms / 10_000))
+        self._idle_sweep = asyncio.get_running_loop().call_later(interval, self._close_idle)
+
+    def _close_idle(self) -> None:
+        """Closes the admitted connections nothing was read from or written to for
+        connections.max.idle.ms (Kafka's Selector idle expiry: activity of any kind,
+        even one byte, keeps a connection), and those whose request has been arriving
+        for longer than socket.request.receive.timeout.ms (this broker's own bound on a
+        request that never completes; off by default, as Kafka has none)."""
+        if not self._servers:
+            return
+        idle_ms = self.config.get_int("connections.max.idle.ms")
+        receive_ms = self.config.get_int("socket.request.receive.timeout.ms")
+        if idle_ms > 0 or receive_ms > 0:
+            now = time.monotonic()
+            idle_since = now - idle_ms / 1000 if idle_ms > 0 else -1.0
+            receive_since = now - receive_ms / 1000 if receive_ms > 0 else -1.0
+            for connection in [
+                c
+                for c in self.connections
+                if c.admitted
+                and not c.closed
+                and (
+                    c.last_active < idle_since
+                    or (c.receive_started is not None and c.receive_started < receive_since)
+                )
+            ]:
+                if connection.last_active < idle_since:
+                    log.debug("closing %s: idle for connections.max.idle.ms", connection.describe())
+                else:
+                    log.info(
+                        "closing %s: a request incomplete for socket.request.receive.timeout.ms",
+                        connection.describe(),
+                    )
+                connection.close()
+        self._schedule_idle_sweep()
 
     def _cluster_metadata_changed(self) -> None:
         """KIP-257: the quota callback hears of topic, partition and leader changes."""
@@ -276,6 +326,9 @@ class BrokerServer:
         for server in self._servers:
             server.close()
         self._servers.clear()
+        if self._idle_sweep is not None:
+            self._idle_sweep.cancel()
+            self._idle_sweep = None
         if self.node_id in self.cluster.brokers:
             self.cluster.broker_down(self.node_id)
         else:

@@ -59,6 +59,12 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "message.max.bytes": ("1048588", "int", "largest record batch accepted"),
     "min.insync.replicas": ("1", "int", "in-sync replicas an acks=all produce needs"),
     "socket.request.max.bytes": ("104857600", "int", "largest request frame accepted"),
+    "socket.request.receive.timeout.ms": (
+        "-1",
+        "long",
+        "not Kafka's: close a connection whose request has been arriving this long (a client"
+        " trickling bytes, which connections.max.idle.ms never closes); -1: never, as Kafka",
+    ),
     "group.initial.rebalance.delay.ms": ("3000", "int", "wait for more members before the first rebalance"),
     "group.min.session.timeout.ms": ("6000", "int", "smallest session timeout a member may ask for"),
     "group.max.session.timeout.ms": ("1800000", "int", "largest session timeout a member may ask for"),
@@ -121,6 +127,12 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "max.connections": ("2147483647", "int", "connections per broker; more wait unread until one closes"),
     "max.connections.per.ip": ("2147483647", "int", "connections per client address; more are closed"),
     "max.connections.per.ip.overrides": ("", "string", "per-address limits: host:count,host:count"),
+    "connections.max.idle.ms": (
+        "600000",
+        "long",
+        "a connection nothing was read from or written to for this long is closed, authenticated or"
+        " not (a TLS handshake included); negative: never",
+    ),
     "metrics.dir": ("", "string", "write one Parquet row per request here (empty: off)"),
     "metrics.roll.rows": ("100000", "int", "rows per metrics file at most"),
     "metrics.roll.ms": (
@@ -144,6 +156,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "100",
         "int",
         "a failed authentication is answered this late",
+    ),
+    "sasl.server.max.receive.size": (
+        "524288",
+        "int",
+        "largest frame a SASL listener accepts before authentication completes (larger: closed)",
     ),
     "connections.max.reauth.ms": (
         "0",
