@@ -105,6 +105,7 @@ class BrokerServer:
             )
             self.quota_managers = build_quota_managers(static, node_id)
         self.quota_managers.connections.address_of = quotas.address_of
+        self.quota_managers.connections.listener_max = self._listener_limits()
         for entity, values in quotas.store.configs.items():
             for key, value in values.items():
                 self.quota_managers.quota_changed(entity, key, value)
@@ -136,6 +137,7 @@ class BrokerServer:
         self.stop_listeners: set[Callable[[], None]] = set()
         self._servers: list[asyncio.Server] = []
         self._idle_sweep: asyncio.TimerHandle | None = None
+        self.idle_closed = 0  # connections closed by connections.max.idle.ms
 
     @property
     def running(self) -> bool:
@@ -177,10 +179,11 @@ class BrokerServer:
         self._schedule_idle_sweep()
 
     def _schedule_idle_sweep(self) -> None:
-        idle_ms = self.config.get_int("connections.max.idle.ms")
         interval = IDLE_SWEEP_MAX_S
-        if idle_ms > 0:
-            interval = min(IDLE_SWEEP_MAX_S, max(IDLE_SWEEP_MIN_S, idle_ms / 10_000))
+        for key in ("connections.max.idle.ms", "socket.request.receive.timeout.ms"):
+            limit_ms = self.config.get_int(key)
+            if limit_ms > 0:
+                interval = min(interval, max(IDLE_SWEEP_MIN_S, limit_ms / 10_000))
         self._idle_sweep = asyncio.get_running_loop().call_later(interval, self._close_idle)
 
     def _close_idle(self) -> None:
@@ -209,6 +212,7 @@ class BrokerServer:
             ]:
                 if connection.last_active < idle_since:
                     log.debug("closing %s: idle for connections.max.idle.ms", connection.describe())
+                    self.idle_closed += 1
                 else:
                     log.info(
                         "closing %s: a request incomplete for socket.request.receive.timeout.ms",
@@ -243,7 +247,7 @@ class BrokerServer:
         """Frees the connection's slot and admits connections waiting for one."""
         if connection.admitted:
             connection.admitted = False
-            self.quota_managers.connections.release(connection.peer[0])
+            self.quota_managers.connections.release(connection.peer[0], connection.listener)
         elif connection in self.waiting_connections:
             self.waiting_connections.remove(connection)
         if self.telemetry is not None:
@@ -251,11 +255,25 @@ class BrokerServer:
         self._admit_waiting()
 
     def _admit_waiting(self) -> None:
+        """Admits waiting connections, in arrival order, whose listener has a slot (each
+        listener's acceptor waits for its own, as in Kafka)."""
         connections = self.quota_managers.connections
-        while self.waiting_connections and connections.slot_available():
-            waiting = self.waiting_connections.popleft()
-            if not waiting.closed:
-                waiting.admit()
+        for waiting in list(self.waiting_connections):
+            if not connections.slot_available():
+                break  # the broker-wide limit: nobody gets in
+            if waiting.closed or connections.slot_available(waiting.listener):
+                self.waiting_connections.remove(waiting)
+                if not waiting.closed:
+                    waiting.admit()
+
+    def _listener_limits(self) -> dict[str, int]:
+        """KIP-402: `listener.name.<name>.max.connections` of this broker's listeners."""
+        limits = {}
+        for endpoint in self.listeners:
+            value = self.config.get(f"listener.name.{endpoint.listener.lower()}.max.connections")
+            if value:
+                limits[endpoint.listener] = int(value)
+        return limits
 
     def _refuse_unusable(self, values: dict[str, str]) -> str | None:
         """Refuses dynamic values this broker could not use: SASL mechanisms it lacks on
@@ -282,10 +300,13 @@ class BrokerServer:
         read where used, so they need nothing here.)"""
         if callback_reload_needed(changed):
             self._replace_quota_callback()
-        if changed.isdisjoint(CONNECTION_LIMITS):
+        if changed.isdisjoint(CONNECTION_LIMITS) and not any(
+            key.endswith(".max.connections") for key in changed
+        ):
             return
         connections = self.quota_managers.connections
         connections.max_connections = self.config.get_int("max.connections")
+        connections.listener_max = self._listener_limits()
         connections.max_connections_per_ip = self.config.get_int("max.connections.per.ip")
         overrides = per_ip_overrides(self.config.get_str("max.connections.per.ip.overrides"))
         connections.per_ip_overrides = {normalize_ip(ip): count for ip, count in overrides.items()}

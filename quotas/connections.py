@@ -1,5 +1,6 @@
-"""Connection quotas at accept time: ip connection_creation_rate, max.connections and
-max.connections.per.ip, as Apache Kafka's SocketServer ConnectionQuotas applies them.
+"""Connection quotas at accept time: ip connection_creation_rate, max.connections (broker
+wide and per listener, `listener.name.<name>.max.connections`) and max.connections.per.ip,
+as Apache Kafka's SocketServer ConnectionQuotas applies them.
 
 Pure bookkeeping; the broker asks `admit` when a connection is accepted and calls
 `release` when an admitted one closes.
@@ -28,7 +29,7 @@ INACTIVE_SENSOR_EXPIRY_MS = 3600 * 1000
 
 class Admission(enum.Enum):
     ACCEPT = "accept"
-    WAIT = "wait"  # max.connections reached: wait, unread, until a connection closes
+    WAIT = "wait"  # max.connections (broker or listener) reached: wait, unread, for a slot
     THROTTLE = "throttle"  # over connection_creation_rate: close after the throttle time
     REJECT = "reject"  # max.connections.per.ip reached: close at once
 
@@ -65,6 +66,9 @@ class ConnectionQuotas:
         self.per_ip_overrides = {normalize_ip(ip): n for ip, n in (per_ip_overrides or {}).items()}
         self.counts: dict[str, int] = {}
         self.total = 0
+        # KIP-402 listener limits (listener -> max.connections; absent: only the broker's)
+        self.listener_max: dict[str, int] = {}
+        self.listener_counts: dict[str, int] = {}
         self._rates: dict[str | None, int] = {}  # ip (None: default ip entity) -> connections/s
         self._sensors: dict[str, _IpSensors] = {}
         self._throttle_times: dict[str, SampledStat] = {}  # listener -> ip throttle times
@@ -90,15 +94,19 @@ class ConnectionQuotas:
         limit = self._rates.get(ip, self._rates.get(None))
         return None if limit == INT_MAX else limit
 
-    def slot_available(self) -> bool:
+    def slot_available(self, listener: str = "") -> bool:
+        """connectionSlotAvailable: under the listener's max.connections and the broker's."""
+        limit = self.listener_max.get(listener)
+        if limit is not None and self.listener_counts.get(listener, 0) >= limit:
+            return False
         return self.total < self.max_connections
 
     def admit(self, ip: str, now_ms: int, listener: str = "") -> Decision:
-        """ConnectionQuotas.inc: the broker-wide slot, then the ip's creation rate, then
-        its connection count. An accepted or rejected connection is counted (release it
-        when it closes); a throttled or waiting one is not."""
+        """ConnectionQuotas.inc: the listener's and the broker's slot, then the ip's
+        creation rate, then its connection count. An accepted or rejected connection is
+        counted (release it when it closes); a throttled or waiting one is not."""
         ip = normalize_ip(ip)
-        if not self.slot_available():
+        if not self.slot_available(listener):
             return Decision(Admission.WAIT)
         limit = self.rate_limit(ip)
         if limit is not None:
@@ -117,11 +125,12 @@ class ConnectionQuotas:
         count = self.counts.get(ip, 0)
         self.counts[ip] = count + 1
         self.total += 1
+        self.listener_counts[listener] = self.listener_counts.get(listener, 0) + 1
         if count >= self.per_ip_overrides.get(ip, self.max_connections_per_ip):
             return Decision(Admission.REJECT)
         return Decision(Admission.ACCEPT)
 
-    def release(self, ip: str) -> None:
+    def release(self, ip: str, listener: str = "") -> None:
         ip = normalize_ip(ip)
         count = self.counts.get(ip, 0) - 1
         if count <= 0:
@@ -129,6 +138,11 @@ class ConnectionQuotas:
         else:
             self.counts[ip] = count
         self.total = max(0, self.total - 1)
+        count = self.listener_counts.get(listener, 0) - 1
+        if count <= 0:
+            self.listener_counts.pop(listener, None)
+        else:
+            self.listener_counts[listener] = count
 
     def _throttle_time(self, listener: str) -> SampledStat:
         stat = self._throttle_times.get(listener)
