@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from broker.config.broker_config import BrokerConfig, Endpoint
 from broker.config.dynamic import ConfigListener, ConfigValidator
-from broker.connection import Connection
+from broker.connection import CLOSE_LINGER_S, Connection
 from broker.handlers import enabled_handlers
 from broker.pipeline import RequestPipeline, sasl_state_gate
 from broker.request_metrics import ThrottleTimeStats
@@ -359,6 +359,13 @@ class BrokerServer:
         busy = [conn.idle.wait() for conn in self.connections if not conn.idle.is_set()]
         if busy:
             await asyncio.wait([asyncio.ensure_future(b) for b in busy], timeout=grace)
+        if grace > 0 and self.connections:
+            # A shutdown, not a simulated crash: reading stops (requests not yet started
+            # are dropped with their connection) and the answers just written reach the
+            # clients before the FIN (kafka-python 3 drops data that arrives with it).
+            for conn in list(self.connections):
+                conn.close_soon(CLOSE_LINGER_S)
+            await asyncio.sleep(CLOSE_LINGER_S)
         for conn in list(self.connections):
             conn.close()
         self.connections.clear()
