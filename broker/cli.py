@@ -7,6 +7,8 @@ import asyncio
 import logging
 import signal
 import sys
+import time
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from broker.config.broker_config import load_properties
@@ -64,11 +66,20 @@ def build_config(args: argparse.Namespace) -> dict[str, str]:
     return config
 
 
+_early_signals: list[int] = []  # SIGINT/SIGTERM received before the loop handles them
+
+
+def _remember_signal(signum: int, _frame: FrameType | None) -> None:
+    _early_signals.append(signum)
+
+
 async def serve(cluster: MockCluster) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # before the start line: a signal right after it must count
         loop.add_signal_handler(sig, stop.set)
+    if _early_signals:  # asked to stop while starting up: start, then stop at once, as for a later signal
+        stop.set()
     await cluster.start()
     log.info(
         "%s",
@@ -82,21 +93,36 @@ async def serve(cluster: MockCluster) -> None:
         log.info("admin API on http://127.0.0.1:%d", cluster.admin.port)
     await stop.wait()
     log.info("shutting down: finishing in-flight requests")
+    started = time.monotonic()
     await cluster.stop()
+    log.info("stopped in %.0f ms", (time.monotonic() - started) * 1000)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    # The broker is imported here, after kafka-python's package __init__ (its whole client,
-    # which the broker does not use) has been deferred: see broker/startup.py.
-    defer_kafka_package_init()
-    from broker.mock_cluster import MockCluster, new_event_loop
-
+    # SIGTERM or SIGINT while the broker is imported and its state dir opened is kept and
+    # acted on once serving (exit 0 after a clean stop), not the default sudden death.
+    _early_signals.clear()
+    previous = {sig: signal.signal(sig, _remember_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
     logging.basicConfig(
         level=args.log_level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    log.debug("starting")
+    try:
+        return _run(args)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # The broker is imported here, after kafka-python's package __init__ (its whole client,
+    # which the broker does not use) has been deferred: see broker/startup.py.
+    defer_kafka_package_init()
+    from broker.mock_cluster import MockCluster, new_event_loop
+
     try:
         cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)
     except ValueError as exc:
