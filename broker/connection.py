@@ -125,7 +125,8 @@ class Connection(asyncio.Protocol):
         self._unsent: list[Any] | None = None  # responses held for one write (see _process)
         self._unsent_bytes = 0
         # When something was last read or written (monotonic s), for connections.max.idle.ms,
-        # and when the incomplete frame in _buffer started (socket.request.receive.timeout.ms).
+        # and since when the incomplete frame in _buffer has been read with reading on
+        # (socket.request.receive.timeout.ms).
         self.last_active = _monotonic()
         self.receive_started: float | None = None
         self._busy = False
@@ -366,8 +367,11 @@ class Connection(asyncio.Protocol):
         self._reading_paused = pause
         if pause:
             self.transport.pause_reading()
+            self.receive_started = None  # the broker's pause is not the client's slowness
         else:
             self.transport.resume_reading()
+            if self._buffer:
+                self.receive_started = _monotonic()
 
     # -- requests, in order ----------------------------------------------------
     def _process(self) -> None:
