@@ -336,8 +336,15 @@ class Connection(asyncio.Protocol):
             self.max_frame,
             "sasl.server.max.receive.size" if authenticating else "socket.request.max.bytes",
         )
+        if authenticating:
+            self._close_after_failed_authentication()
+        else:
+            self.close()
+
+    def _close_after_failed_authentication(self) -> None:
+        """Reads nothing more and closes after connection.failed.authentication.delay.ms."""
         delay_ms = self.broker.config.get_int("connection.failed.authentication.delay.ms")
-        if not authenticating or delay_ms <= 0:
+        if delay_ms <= 0:
             self.close()
             return
         self._buffer.clear()
@@ -445,12 +452,14 @@ class Connection(asyncio.Protocol):
     # -- SASL ------------------------------------------------------------------
     def _handle_raw_token(self, sasl: SaslSession, token: memoryview) -> None:
         """After a SaslHandshake v0 the client sends bare SASL tokens and gets bare
-        challenges back; a failure closes the connection unanswered, as in Kafka."""
+        challenges back; a failure closes the connection unanswered, as in Kafka, after
+        connection.failed.authentication.delay.ms (KafkaChannel's delayed close on an
+        authentication failure: it slows down password guessing)."""
         try:
             challenge = sasl.evaluate(bytes(token))
         except SaslAuthenticationError as exc:
             log.warning("closing %s: SASL authentication failed: %s", self.describe(), exc)
-            self.close()
+            self._close_after_failed_authentication()
             return
         self.send([_SIZE.pack(len(challenge)), challenge])
         if sasl.complete:

@@ -378,3 +378,24 @@ def test_failed_logins_are_delayed_without_holding_up_other_clients(tmp_path: Pa
         finally:
             for sock in failing:
                 sock.close()
+
+
+def test_repeated_failed_logins_over_bare_tokens_are_each_closed_after_the_delay(tmp_path: Path) -> None:
+    """After a SaslHandshake v0 a wrong password gets no answer: Kafka closes the
+    connection, after connection.failed.authentication.delay.ms like any failed login."""
+    delay_s = 0.4
+    config = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.users.file": users_file(tmp_path),
+        "connection.failed.authentication.delay.ms": str(int(delay_s * 1000)),
+    }
+    with running(config) as cluster:
+        for _ in range(3):
+            with socket.create_connection(address(cluster, "SASL_PLAINTEXT"), timeout=5) as sock:
+                sock.sendall(handshake(0, "PLAIN"))
+                assert parse_handshake(read_frame(sock))[1] == 0
+                token = b"\0alice\0wrong"
+                sent = time.monotonic()
+                sock.sendall(struct.pack(">i", len(token)) + token)
+                assert closed_by_broker(sock, 10) is True
+                assert time.monotonic() - sent >= delay_s - 0.05
