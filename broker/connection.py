@@ -371,6 +371,8 @@ class Connection(asyncio.Protocol):
         )
         if pause == self._reading_paused or self.transport is None or self.transport.is_closing():
             return
+        if self._tls_layer is not None and self._handshaking:
+            return  # the TLS layer reads the handshake off the transport: leave it be
         self._reading_paused = pause
         if pause:
             self.transport.pause_reading()

@@ -399,3 +399,21 @@ def test_repeated_failed_logins_over_bare_tokens_are_each_closed_after_the_delay
                 sock.sendall(struct.pack(">i", len(token)) + token)
                 assert closed_by_broker(sock, 10) is True
                 assert time.monotonic() - sent >= delay_s - 0.05
+
+
+def test_a_tls_handshake_survives_the_broker_holding_and_resuming_reads(certs: Certificates) -> None:
+    """While a handshake is under way the TLS layer owns the socket: the broker resuming
+    its connections (after a metrics backlog held them) must not pause it."""
+    with running(tls_config(certs, {})) as cluster:
+        context = ssl.create_default_context(cafile=certs.cafile)
+        context.check_hostname = False
+        with socket.create_connection(address(cluster, "SSL"), timeout=30) as raw:
+            broker = cluster.brokers[0]
+            deadline = time.monotonic() + 10
+            while not cluster.on_loop(lambda: len(broker.connections)):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            cluster.on_loop(lambda: broker.hold_requests(True))
+            cluster.on_loop(lambda: broker.hold_requests(False))
+            with context.wrap_socket(raw) as tls:
+                assert answers(tls)  # type: ignore[arg-type]
