@@ -20,7 +20,8 @@ this is that bound with pipelining kept.
 idle timer on any activity on the channel); the broker's periodic sweep closes
 connections idle for `connections.max.idle.ms`. A TLS connection's handshake runs here
 too (the TLS layer is put under the connection once admitted), so it counts against the
-connection limits from acceptand is closed by the same sweep if it never completes, as in Kafka.
+connection limits from accept and is closed by the same sweep if it never completes, as in
+Kafka.
 """
 
 from __future__ import annotations
