@@ -29,10 +29,24 @@ by row, every count and percentile exactly).
 Prints the time per query and engine, the ratio Spark/DuckDB and rows/s per size; the
 target is Spark's query time <= 3 x DuckDB's at 10M rows.
 
+The what-if (`--parts what-if`, run after the report's by default): `--what-if-rows`
+(default 10,000,000) generated request rows of 10,000 entities (2,500 users x 4 client
+ids, each on one of 10 brokers on its own connection: produce, fetch and a few other
+requests over 10 minutes, recorded without quotas) replayed under a proposal (a default
+user producer quota, some users with their own, a default client-id consumer quota and
+a default user request quota): `spark.what_if_job.run_what_if` on local[N] (reading,
+grouping and replaying to requests/ written, then the whole what-if with its tables and
+page), against the same replay done by one plain Python process (pyarrow reads the
+rows, the same `assign_groups` and `replay_table` per group, requests written with
+pyarrow). Both must predict the same throttles (checked); the ratio of their replay
+times is printed. One run each: the replay of 10M rows takes minutes.
+
     .venv/bin/python scripts/bench_spark.py                    # 1M and 10M rows
     .venv/bin/python scripts/bench_spark.py --quick            # 100k and 1M, one repeat
     .venv/bin/python scripts/bench_spark.py --data /tmp/bench  # keep (and reuse) the data
     .venv/bin/python scripts/bench_spark.py --conf spark.sql.files.maxPartitionBytes=128m
+    .venv/bin/python scripts/bench_spark.py --parts what-if                  # the what-if only
+    .venv/bin/python scripts/bench_spark.py --parts what-if --what-if-rows 1000000
 
 Exit status: 0 when every run completed (with `--check-target`, 3 if the target was not
 met at the largest size), 1 on a failure (such as the engines disagreeing).
@@ -42,6 +56,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import shutil
 import sys
@@ -322,6 +337,201 @@ def check_agreement(spark: Any, con: Any, path: str, globs: list[str], say: Call
     )
 
 
+WHAT_IF_ENTITIES = 10_000  # 2,500 users x 4 client ids
+WHAT_IF_BROKERS = 10  # an entity's requests all go to broker entity % 10
+WHAT_IF_SPAN_S = 600
+WHAT_IF_RUN = 1_714_564_800_000_000  # run_id of the generated "recording"
+
+
+def generate_what_if(root: Path, rows: int, say: Callable[[str], None]) -> None:
+    """`rows` requests of WHAT_IF_ENTITIES entities, recorded without quotas (schema 2,
+    quotas_on 0), ROWS_PER_FILE-row files under broker=<b>/date=<d>/ (skipped if there)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from spark.schema import arrow_schema
+
+    schema = arrow_schema()
+    per_broker = rows // WHAT_IF_BROKERS
+    files = max(1, per_broker // ROWS_PER_FILE)
+    users = WHAT_IF_ENTITIES // 4
+    principals = pa.array([f"User:u{u}" for u in range(users)])
+    client_ids = pa.array([f"app-{e}" for e in range(WHAT_IF_ENTITIES)])
+    for broker in range(WHAT_IF_BROKERS):
+        folder = root / f"broker={broker}" / f"date={T0.date().isoformat()}"
+        if folder.is_dir() and len(list(folder.glob("part-*.parquet"))) == files:
+            continue
+        started = time.perf_counter()
+        rng = np.random.default_rng(broker)
+        n = per_broker
+        offsets_us = np.sort(rng.uniform(0, WHAT_IF_SPAN_S, n)) * 1e6
+        entity = broker + WHAT_IF_BROKERS * rng.integers(0, WHAT_IF_ENTITIES // WHAT_IF_BROKERS, n)
+        kind = rng.choice(3, n, p=[0.6, 0.3, 0.1])  # produce, fetch, metadata
+        produce, fetch = kind == 0, kind == 1
+        request_bytes = np.where(produce, rng.integers(1000, 30_000, n), rng.integers(40, 200, n))
+        response_bytes = np.where(fetch, rng.integers(100, 60_000, n), rng.integers(50, 300, n))
+        handler_us = rng.integers(50, 2000, n)
+        total_us = handler_us + np.where(fetch, rng.integers(100, 100_000, n), rng.integers(20, 500, n))
+
+        def strings(values: Any, index: Any) -> Any:
+            return pa.DictionaryArray.from_arrays(pa.array(index, pa.int32()), values).cast(pa.string())
+
+        def repeat(value: Any, kind: Any, n: int = n) -> Any:
+            return pa.array(np.full(n, value), kind)
+
+        columns = {
+            "ts": pa.array((int(T0.timestamp() * 1e6) + offsets_us).astype(np.int64)).cast(
+                pa.timestamp("us", tz="UTC")
+            ),
+            "broker_id": repeat(broker, pa.int32()),
+            "listener": strings(pa.array(["PLAINTEXT"]), np.zeros(n, dtype=np.int32)),
+            "connection_id": pa.array(entity.astype(np.int64) + 1),
+            "client_host": strings(pa.array(["127.0.0.1"]), np.zeros(n, dtype=np.int32)),
+            "principal": strings(principals, entity // 4),
+            "client_id": strings(client_ids, entity),
+            "client_software_name": pa.nulls(n, pa.string()),
+            "client_software_version": pa.nulls(n, pa.string()),
+            "api_key": pa.array(np.array([0, 1, 3], dtype=np.int16)[kind]),
+            "api_name": strings(pa.array(["Produce", "Fetch", "Metadata"]), kind),
+            "api_version": pa.array(np.array([9, 13, 12], dtype=np.int16)[kind]),
+            "correlation_id": pa.array(np.arange(n, dtype=np.int32)),
+            "request_bytes": pa.array(request_bytes.astype(np.int32)),
+            "response_bytes": pa.array(response_bytes.astype(np.int32)),
+            "handler_us": pa.array(handler_us.astype(np.int64)),
+            "total_us": pa.array(total_us.astype(np.int64)),
+            "throttle_time_ms": repeat(0, pa.int32()),
+            "throttle_cause": strings(pa.array(["none"]), np.zeros(n, dtype=np.int32)),
+            "quota_user": pa.nulls(n, pa.string()),
+            "quota_client_id": pa.nulls(n, pa.string()),
+            "quota_limit": pa.nulls(n, pa.float64()),
+            "quota_rate": pa.nulls(n, pa.float64()),
+            "error_code": repeat(0, pa.int16()),
+            "error_count": repeat(0, pa.int32()),
+            "record_count": pa.array(rng.integers(1, 50, n).astype(np.int32), mask=~(produce | fetch)),
+            "partition_count": pa.array(np.ones(n, dtype=np.int32), mask=~(produce | fetch)),
+            "acks": pa.array(np.full(n, -1, dtype=np.int16), mask=~produce),
+            "run_id": repeat(WHAT_IF_RUN, pa.int64()),
+            "seq": pa.array(np.arange(n, dtype=np.int64)),
+            "quotas_on": repeat(0, pa.int16()),
+        }
+        table = pa.Table.from_arrays(
+            [columns[f.name] if f.name in columns else pa.nulls(n, f.type) for f in schema], schema=schema
+        )
+        for i in range(files):
+            part = table.slice(i * (n // files), n // files if i < files - 1 else None)
+            path = folder / f"part-{i:04d}.parquet"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.parent / f".{path.name}.tmp"
+            pq.write_table(part, temporary)
+            temporary.rename(path)
+        say(f"generated what-if broker={broker}: {n:,} rows in {time.perf_counter() - started:.1f} s")
+
+
+def what_if_proposal(path: Path) -> Path:
+    """A default user producer quota (below most entities' rate: many throttled), 250 users
+    with their own, a default client-id consumer quota and a default user request quota."""
+    body = [
+        {"entity": {"user": None}, "set": {"producer_byte_rate": 8_000, "request_percentage": 0.5}},
+        {"entity": {"client-id": None}, "set": {"consumer_byte_rate": 12_000}},
+        *(
+            {"entity": {"user": f"u{u}"}, "set": {"producer_byte_rate": 40_000}}
+            for u in range(0, WHAT_IF_ENTITIES // 4, 10)
+        ),
+    ]
+    path.write_text(json.dumps(body))
+    return path
+
+
+def python_replay(data: Path, config: Any, out: Path) -> tuple[int, int, float, int, int]:
+    """The replay in this process, one thread: (rows, groups, seconds, total predicted
+    throttle ms, throttled rows); requests written to `out` with pyarrow."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    from spark.quota_replay import INPUT_COLUMNS, assign_groups, replay_groups
+
+    started = time.perf_counter()
+    names = [c for c in INPUT_COLUMNS if c != "ts_us"] + ["ts", "api_name"]
+    table = ds.dataset(str(data), format="parquet", partitioning="hive").to_table(columns=names)
+    table = table.append_column("ts_us", pc.cast(table.column("ts"), pa.int64()))
+    identity = ["broker_id", "run_id", "connection_id", "principal", "client_id"]
+    distinct = table.group_by(identity).aggregate([]).to_pylist()
+    groups = assign_groups([tuple(r[c] for c in identity) for r in distinct], config)
+    mapping = pa.table(
+        {
+            **{
+                c: pa.array([key[i] for key in groups], table.schema.field(c).type)
+                for i, c in enumerate(identity)
+            },
+            "group": pa.array(list(groups.values()), pa.int64()),
+        }
+    )
+    table = table.join(mapping, identity)  # no null keys in this data
+    replayed = replay_groups(table, config)  # what each Spark call does with its bucket
+    out.mkdir(parents=True, exist_ok=True)
+    pq.write_table(replayed.drop_columns(["ts"]), out / "part-0.parquet")
+    elapsed = time.perf_counter() - started
+    throttle = replayed.column("predicted_throttle_ms")
+    return (
+        replayed.num_rows,
+        len(set(groups.values())),
+        elapsed,
+        int(pc.sum(throttle).as_py()),
+        int(pc.sum(pc.greater(throttle, 0).cast(pa.int64())).as_py()),
+    )
+
+
+def bench_what_if(spark: Any, data: Path, rows: int, cores: int, say: Callable[[str], None]) -> None:
+    """The what-if on Spark, then the same replay in plain Python; figures and the ratio."""
+    from pyspark.sql import functions as F
+
+    from spark.what_if_job import load_config, run_what_if
+
+    generate_what_if(data, rows, say)
+    proposal = what_if_proposal(data.parent / f"{data.name}-proposal.json")
+    config = load_config([str(proposal)])
+    out = Path(tempfile.mkdtemp(prefix="bench-what-if-"))
+    try:
+        started = time.perf_counter()
+        result = run_what_if(
+            spark, str(data), config, str(out / "spark"), proposals=[str(proposal)], progress=say
+        )
+        whole = time.perf_counter() - started
+        spark_totals = (
+            spark.read.parquet(result.tables["requests"])
+            .agg(F.sum("predicted_throttle_ms"), F.count(F.when(F.col("predicted_throttle_ms") > 0, 1)))
+            .first()
+        )
+        assert spark_totals is not None
+        say("plain Python, one thread: the same replay")
+        py_rows, py_groups, py_s, py_throttle, py_throttled = python_replay(data, config, out / "python")
+        if (py_rows, py_groups, py_throttle, py_throttled) != (
+            result.rows,
+            result.groups,
+            int(spark_totals[0]),
+            int(spark_totals[1]),
+        ):
+            raise SystemExit(
+                f"bench_spark: what-if: Spark {result.rows} rows, {result.groups} groups, {spark_totals}"
+                f" != Python {py_rows} rows, {py_groups} groups, {py_throttle} ms, {py_throttled} throttled"
+            )
+        say(
+            f"agree: {py_rows:,} rows in {py_groups:,} groups, {py_throttled:,} throttled, {py_throttle:,} ms"
+        )
+        say("")
+        say(f"what-if: {rows:,} rows, {WHAT_IF_ENTITIES:,} entities, {result.groups:,} groups")
+        spark_s = result.replay_seconds
+        say(f"  Spark local[{cores}]   replay {spark_s:7.1f} s  {rows / spark_s:10,.0f} rows/s"
+            f"   (whole what-if with tables and page: {whole:.1f} s)")  # fmt: skip
+        say(f"  Python, one thread  replay {py_s:7.1f} s  {rows / py_s:10,.0f} rows/s")
+        say(f"  ratio Python/Spark: {py_s / spark_s:.2f}")
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench_spark", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -347,13 +557,24 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="a Spark setting for the session (repeatable), over the bench's own",
     )
     parser.add_argument(
+        "--parts", default="report,what-if", help="report, what-if or both (default: report,what-if)"
+    )
+    parser.add_argument(
+        "--what-if-rows", type=int, default=10_000_000, help="rows of the what-if (default: 10,000,000)"
+    )
+    parser.add_argument(
         "--check-target",
         action="store_true",
         help=f"exit 3 unless Spark <= {TARGET:g} x DuckDB at the largest size",
     )
     args = parser.parse_args(argv)
     if args.quick:
-        args.sizes, args.repeat = "1000000", 1
+        args.sizes, args.repeat, args.what_if_rows = "1000000", 1, 1_000_000
+    args.parts = {p.strip() for p in args.parts.split(",") if p.strip()}
+    if not args.parts or args.parts - {"report", "what-if"}:
+        parser.error("--parts: report, what-if or both")
+    if args.what_if_rows < WHAT_IF_BROKERS * 1000:
+        parser.error(f"--what-if-rows: at least {WHAT_IF_BROKERS * 1000:,}")
     try:
         args.sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
     except ValueError:
@@ -369,11 +590,10 @@ def main(argv: list[str] | None = None) -> int:
     def say(message: str) -> None:
         print(message, flush=True)
 
-    import duckdb
-
     data = args.data or Path(tempfile.mkdtemp(prefix="bench-spark-"))
     try:
-        generate(data, max(args.sizes) // ROWS_PER_BROKER, say)
+        if "report" in args.parts:
+            generate(data, max(args.sizes) // ROWS_PER_BROKER, say)
 
         started = time.perf_counter()
         from spark.session import build_session
@@ -399,68 +619,82 @@ def main(argv: list[str] | None = None) -> int:
         spark.range(1).count()
         startup = time.perf_counter() - started
         say(f"SparkSession start: {startup:.1f} s (local[{args.cores}], Spark {spark.version})")
-
-        from spark import jobs
-
-        con = duckdb.connect()
-        con.sql(f"SET threads = {args.cores}")
-
-        def paths(size: int) -> tuple[str, list[str]]:
-            """The first size / 1M broker folders: a Spark path (glob) and DuckDB's globs."""
-            brokers = range(size // ROWS_PER_BROKER)
-            spec = "{" + ",".join(map(str, brokers)) + "}" if len(brokers) > 1 else "0"
-            return str(data / f"broker={spec}"), [f"{data}/broker={b}/*/*.parquet" for b in brokers]
-
-        check_agreement(spark, con, *paths(min(args.sizes)), say)
-
-        results: dict[int, dict[str, tuple[float, float]]] = {}
-        for size in args.sizes:
-            path, globs = paths(size)
-            df = jobs.read_metrics(spark, path)
-            spark_queries = {
-                "quota windows": jobs.quota_windows(spark, df, [WINDOW_MS]),
-                "API latency": jobs.latency_stats(spark, df),
-            }
-            sql = duckdb_queries(globs)
-            results[size] = {}
-            for name, frame in spark_queries.items():
-
-                def run_spark(frame: Any = frame) -> None:
-                    frame.write.format("noop").mode("overwrite").save()
-
-                def run_duckdb(query: str = sql[name]) -> None:
-                    con.sql(query).to_arrow_table()
-
-                spark_s, duck_s = best_of(args.repeat, run_spark, run_duckdb)
-                results[size][name] = (spark_s, duck_s)
-                say(
-                    f"{size:>12,} rows  {name:<14} Spark {spark_s:7.2f} s  DuckDB {duck_s:7.2f} s"
-                    f"  ratio {spark_s / duck_s:5.2f}"
-                )
-
-        say("")
-        say(
-            f"{'rows':>12}  {'Spark s':>8}  {'DuckDB s':>8}  {'ratio':>6}  {'Spark rows/s':>13}  {'DuckDB rows/s':>13}"
-        )
-        for size, queries in results.items():
-            spark_s = sum(s for s, _ in queries.values())
-            duck_s = sum(d for _, d in queries.values())
-            say(
-                f"{size:>12,}  {spark_s:8.2f}  {duck_s:8.2f}  {spark_s / duck_s:6.2f}"
-                f"  {size / spark_s:13,.0f}  {size / duck_s:13,.0f}"
-            )
-        say(f"SparkSession start (not in the query times): {startup:.1f} s")
-        largest = max(results)
-        ratio = sum(s for s, _ in results[largest].values()) / sum(d for _, d in results[largest].values())
-        met = ratio <= TARGET
-        say(
-            f"target Spark <= {TARGET:g} x DuckDB at {largest:,} rows: {'met' if met else 'NOT met'} ({ratio:.2f})"
-        )
+        status = 0
+        if "report" in args.parts:
+            status = bench_report(spark, data, args, startup, say)
+        if "what-if" in args.parts:
+            bench_what_if(spark, data / f"what-if-{args.what_if_rows}", args.what_if_rows, args.cores, say)
         spark.stop()
-        return 3 if args.check_target and not met else 0
+        return status
     finally:
         if args.data is None:
             shutil.rmtree(data, ignore_errors=True)
+
+
+def bench_report(
+    spark: Any, data: Path, args: argparse.Namespace, startup: float, say: Callable[[str], None]
+) -> int:
+    """The report's aggregations, Spark against DuckDB; 3 when --check-target is missed."""
+    import duckdb
+
+    from spark import jobs
+
+    con = duckdb.connect()
+    con.sql(f"SET threads = {args.cores}")
+
+    def paths(size: int) -> tuple[str, list[str]]:
+        """The first size / 1M broker folders: a Spark path (glob) and DuckDB's globs."""
+        brokers = range(size // ROWS_PER_BROKER)
+        spec = "{" + ",".join(map(str, brokers)) + "}" if len(brokers) > 1 else "0"
+        return str(data / f"broker={spec}"), [f"{data}/broker={b}/*/*.parquet" for b in brokers]
+
+    check_agreement(spark, con, *paths(min(args.sizes)), say)
+
+    results: dict[int, dict[str, tuple[float, float]]] = {}
+    for size in args.sizes:
+        path, globs = paths(size)
+        df = jobs.read_metrics(spark, path)
+        spark_queries = {
+            "quota windows": jobs.quota_windows(spark, df, [WINDOW_MS]),
+            "API latency": jobs.latency_stats(spark, df),
+        }
+        sql = duckdb_queries(globs)
+        results[size] = {}
+        for name, frame in spark_queries.items():
+
+            def run_spark(frame: Any = frame) -> None:
+                frame.write.format("noop").mode("overwrite").save()
+
+            def run_duckdb(query: str = sql[name]) -> None:
+                con.sql(query).to_arrow_table()
+
+            spark_s, duck_s = best_of(args.repeat, run_spark, run_duckdb)
+            results[size][name] = (spark_s, duck_s)
+            say(
+                f"{size:>12,} rows  {name:<14} Spark {spark_s:7.2f} s  DuckDB {duck_s:7.2f} s"
+                f"  ratio {spark_s / duck_s:5.2f}"
+            )
+
+    say("")
+    say(
+        f"{'rows':>12}  {'Spark s':>8}  {'DuckDB s':>8}  {'ratio':>6}  {'Spark rows/s':>13}  {'DuckDB rows/s':>13}"
+    )
+    for size, queries in results.items():
+        spark_s = sum(s for s, _ in queries.values())
+        duck_s = sum(d for _, d in queries.values())
+        say(
+            f"{size:>12,}  {spark_s:8.2f}  {duck_s:8.2f}  {spark_s / duck_s:6.2f}"
+            f"  {size / spark_s:13,.0f}  {size / duck_s:13,.0f}"
+        )
+    say(f"SparkSession start (not in the query times): {startup:.1f} s")
+    largest = max(results)
+    ratio = sum(s for s, _ in results[largest].values()) / sum(d for _, d in results[largest].values())
+    met = ratio <= TARGET
+    say(
+        f"target Spark <= {TARGET:g} x DuckDB at {largest:,} rows: {'met' if met else 'NOT met'} ({ratio:.2f})"
+    )
+    say("")
+    return 3 if args.check_target and not met else 0
 
 
 if __name__ == "__main__":

@@ -98,24 +98,21 @@ INPUT_COLUMNS = (
     "request_time_after",
     "request_time_after_ms",
 )
+# Codes of OUTPUT_COLUMNS' quota_type and predicted_cause (small integers cross from
+# Python to the JVM far cheaper than strings): QUOTA_TYPES[code], CAUSE_NAMES[code].
+QUOTA_TYPES = ("produce", "fetch", "request")
+PRODUCE_TYPE, FETCH_TYPE, REQUEST_TYPE = range(3)
+CAUSE_NAMES = ("none", "produce", "fetch", "request", "mutation")  # as the throttle_cause column
+CAUSE_NONE, CAUSE_PRODUCE, CAUSE_FETCH, CAUSE_REQUEST, CAUSE_MUTATION = range(5)
 OUTPUT_COLUMNS = (
-    ("quota_type", "string"),  # the row's own quota: produce, fetch, else request
+    ("quota_type", "int8"),  # the row's own quota: produce, fetch, else request
     ("amount", "double"),  # what it counts against that quota: bytes, or percent-seconds
     ("request_amount", "double"),  # what it counts against the request quota (percent-seconds)
     ("predicted_throttle_ms", "int32"),
-    ("predicted_cause", "string"),
+    ("predicted_cause", "int8"),
     ("predicted_ts_us", "int64"),
     ("shift_ms", "int64"),  # predicted_ts - ts, in ms (closed loop)
-    ("proposed_limit", "double"),  # the proposal's limit for quota_type (null: none)
-    ("proposed_user", "string"),  # the metric tags the proposal measures the row under
-    ("proposed_client_id", "string"),
-    ("limit_entity", "string"),  # the entity giving proposed_limit, e.g. {user=<default>}
 )
-CAUSES = {
-    ClientQuotaType.PRODUCE: "produce",
-    ClientQuotaType.FETCH: "fetch",
-    ClientQuotaType.REQUEST: "request",
-}
 
 Change = tuple[QuotaEntity, str, float | None]  # None: remove the key
 Identity = tuple[int, int | None, int, str, str | None]  # broker, run, connection, principal, client id
@@ -335,201 +332,154 @@ def assign_groups(identities: Iterable[Identity], config: ReplayConfig) -> dict[
 # -- the replay ------------------------------------------------------------------------
 
 
-class _Row:
-    """One request's inputs, as the replay needs them (built once per row): the sensors
-    it feeds (None: not subject) and with what, when; the throttle it carries over."""
-
-    __slots__ = (
-        "index",
-        "order",
-        "ts_us",
-        "rec_ms",
-        "principal",
-        "client_id",
-        "api_key",
-        "observed_ms",
-        "carried_ms",
-        "carried_by_quota",
-        "produce",
-        "fetch",
-        "request",
-        "extra",
-        "extra_ms",
-    )
-    index: int
-    order: tuple[int, int, int]  # the broker's order: seq (else ts), then input position
-    ts_us: int
-    rec_ms: int  # when its quotas were (or would have been) checked, quota clock ms
-    principal: str
-    client_id: str
-    api_key: int
-    observed_ms: int  # the recorded throttle_time_ms
-    carried_ms: int
-    carried_by_quota: bool
-    produce: float | None
-    fetch: float | None
-    request: float | None
-    extra: float | None
-    extra_ms: int
-
-
-def _rows(cols: Mapping[str, Sequence[Any]]) -> list[_Row]:
-    """The replay's view of each row (see the module docstring for the rules)."""
-    rows = []
-    c = cols
-    n = len(c["ts_us"])
-    for i in range(n):
-        row = _Row()
-        row.index = i
-        seq = c["seq"][i]
-        ts_us = c["ts_us"][i]
-        row.order = (seq if seq is not None else -1, ts_us, i)
-        row.ts_us = ts_us
-        quota_ms = c["quota_ms"][i]
-        row.rec_ms = quota_ms if quota_ms is not None else (ts_us + c["total_us"][i]) // 1000
-        row.principal = c["principal"][i]
-        row.client_id = c["client_id"][i] or ""
-        api_key = row.api_key = c["api_key"][i]
-        observed = row.observed_ms = c["throttle_time_ms"][i]
-        cause = c["throttle_cause"][i]
-        # Throttles the replay does not compute stay as recorded: a controller mutation
-        # throttle (it was the larger one when the cause says so), a fault's forced one.
-        row.carried_ms = observed if cause in ("mutation", "none") and observed > 0 else 0
-        row.carried_by_quota = cause == "mutation"
-        on = c["quotas_on"][i]
-        on = -1 if on is None else on  # schema 1: nothing recorded, estimate every type
-        recorded_bytes = c["quota_bytes"][i]
-        row.produce = row.fetch = row.request = row.extra = None
-        row.extra_ms = 0
-        if api_key == PRODUCE_KEY:
-            if on >= 0 and on & PRODUCE_ON:
-                row.produce = recorded_bytes
-            else:
-                row.produce = float(c["request_bytes"][i])
-        elif api_key == FETCH_KEY:
-            if on >= 0 and on & FETCH_ON:
-                row.fetch = recorded_bytes
-            elif c["error_code"][i] != FETCH_SESSION_ID_NOT_FOUND:
-                header = 5 if c["api_version"][i] >= FLEXIBLE_FETCH_SINCE else 4
-                row.fetch = float(c["response_bytes"][i] - header + 4)
-        if on >= 0 and on & REQUEST_ON:
-            row.request = c["request_time"][i]
-            row.extra = c["request_time_after"][i]
-            if row.extra is not None:
-                row.extra_ms = c["request_time_after_ms"][i]
-        elif api_key not in REQUEST_EXEMPT_KEYS and not (api_key == PRODUCE_KEY and c["acks"][i] == 0):
-            row.request = c["handler_us"][i] * US_PER_HANDLER_PERCENT
-        rows.append(row)
-    return rows
+def _inputs(cols: Mapping[str, Sequence[Any]], i: int) -> tuple[Any, ...]:
+    """One row's inputs (see the module docstring for the rules): (quota type code, when
+    its quotas are checked in quota clock ms, produce bytes, fetch bytes, request time,
+    request time after the response and when, carried throttle, carried by the mutation
+    quota), a sensor's input None where the row is not subject to it."""
+    api_key = cols["api_key"][i]
+    on = cols["quotas_on"][i]
+    on = -1 if on is None else on  # schema 1: nothing recorded, estimate every type
+    quota_ms = cols["quota_ms"][i]
+    rec_ms = quota_ms if quota_ms is not None else (cols["ts_us"][i] + cols["total_us"][i]) // 1000
+    produce = fetch = request = extra = None
+    extra_ms = 0
+    if api_key == PRODUCE_KEY:
+        kind = PRODUCE_TYPE
+        produce = cols["quota_bytes"][i] if on >= 0 and on & PRODUCE_ON else float(cols["request_bytes"][i])
+    elif api_key == FETCH_KEY:
+        kind = FETCH_TYPE
+        if on >= 0 and on & FETCH_ON:
+            fetch = cols["quota_bytes"][i]
+        elif cols["error_code"][i] != FETCH_SESSION_ID_NOT_FOUND:
+            header = 5 if cols["api_version"][i] >= FLEXIBLE_FETCH_SINCE else 4
+            fetch = float(cols["response_bytes"][i] - header + 4)
+    else:
+        kind = REQUEST_TYPE
+    if on >= 0 and on & REQUEST_ON:
+        request = cols["request_time"][i]
+        extra = cols["request_time_after"][i]
+        if extra is not None:
+            extra_ms = cols["request_time_after_ms"][i]
+    elif api_key not in REQUEST_EXEMPT_KEYS and not (api_key == PRODUCE_KEY and cols["acks"][i] == 0):
+        request = cols["handler_us"][i] * US_PER_HANDLER_PERCENT
+    observed = cols["throttle_time_ms"][i]
+    cause = cols["throttle_cause"][i]
+    # Throttles the replay does not compute stay as recorded: a controller mutation
+    # throttle (it was the larger one when the cause says so), a fault's forced one.
+    carried = observed if observed > 0 and cause in ("mutation", "none") else 0
+    return kind, rec_ms, produce, fetch, request, extra, extra_ms, carried, cause == "mutation"
 
 
 def replay_columns(cols: Mapping[str, Sequence[Any]], config: ReplayConfig) -> dict[str, list[Any]]:
     """Replays one group's rows (INPUT_COLUMNS, any order) under `config`; returns the
-    OUTPUT_COLUMNS for the rows in their input order."""
+    OUTPUT_COLUMNS for the rows in their input order (quota type and cause as codes of
+    QUOTA_TYPES and CAUSE_NAMES)."""
     callback = config.callback()
     window = config.window
     produce = ClientQuotaManager(ClientQuotaType.PRODUCE, callback, window)
     fetch = ClientQuotaManager(ClientQuotaType.FETCH, callback, window)
     request = RequestQuotaManager(callback, window)
-    rows = _rows(cols)
-    n = len(rows)
-    out: dict[str, list[Any]] = {name: [None] * n for name, _ in OUTPUT_COLUMNS}
+    produce_on, fetch_on, request_on = produce.enabled, fetch.enabled, request.enabled
+    ts_us, seq, observed = cols["ts_us"], cols["seq"], cols["throttle_time_ms"]
+    principal_texts, client_ids = cols["principal"], cols["client_id"]
+    n = len(ts_us)
+    inputs = [_inputs(cols, i) for i in range(n)]
+    out_type: list[Any] = [None] * n
+    out_amount: list[Any] = [None] * n
+    out_request: list[Any] = [None] * n
+    out_throttle: list[Any] = [None] * n
+    out_cause: list[Any] = [None] * n
+    out_ts: list[Any] = [None] * n
+    out_shift: list[Any] = [None] * n
 
-    # Per connection, its rows in the order the broker handled them.
-    connections: dict[tuple[Any, Any, Any], list[_Row]] = {}
-    for row in sorted(rows, key=lambda r: r.order):
-        i = row.index
-        key = (cols["broker_id"][i], cols["run_id"][i], cols["connection_id"][i])
-        connections.setdefault(key, []).append(row)
+    # Per connection, its rows in the order the broker handled them (seq, else ts).
+    order = sorted(range(n), key=lambda i: (-1 if seq[i] is None else seq[i], ts_us[i], i))
+    brokers, runs, connection_ids = cols["broker_id"], cols["run_id"], cols["connection_id"]
+    queues: dict[tuple[Any, Any, Any], list[int]] = {}
+    for i in order:
+        queues.setdefault((brokers[i], runs[i], connection_ids[i]), []).append(i)
     # Every connection's next row, earliest (shifted) sensor time first, then the broker's
     # order: the order the sensors see their events in.
-    heap: list[tuple[int, tuple[Any, ...], int, int]] = []
-    shift_us: list[int] = []
-    queues = list(connections.values())
-    for number, queue in enumerate(queues):
-        shift_us.append(0)
-        first = queue[0]
-        heapq.heappush(heap, (first.rec_ms, first.order, number, 0))
-    limits: dict[tuple[ClientQuotaType, str, str], tuple[float | None, str, str, str]] = {}
+    rank = {i: position for position, i in enumerate(order)}
+    heap = [(inputs[q[0]][1], rank[q[0]], number, 0) for number, q in enumerate(queues.values())]
+    heapq.heapify(heap)
+    queue_list = list(queues.values())
+    shift_us = [0] * len(queue_list)
     principals: dict[str, KafkaPrincipal] = {}
     closed = config.closed_loop
     while heap:
         key_ms, _, number, position = heapq.heappop(heap)
-        queue = queues[number]
-        row = queue[position]
+        queue = queue_list[number]
+        i = queue[position]
+        kind, rec_ms, produce_bytes, fetch_bytes, request_time, extra, extra_ms, carried, by_mutation = (
+            inputs[i]
+        )
         shift = shift_us[number]
         shift_ms = shift // 1000
-        now = row.rec_ms + shift_ms
-        principal = principals.get(row.principal)
+        now = rec_ms + shift_ms
+        principal = principals.get(principal_texts[i])
         if principal is None:
-            principal = principals[row.principal] = principal_of(row.principal)
-        client_id = row.client_id
+            principal = principals[principal_texts[i]] = principal_of(principal_texts[i])
+        client_id = client_ids[i] or ""
         # The broker's steps (broker/throttling.py): byte quota, request quota, combine.
         bandwidth = requested = 0
-        byte_cause: str | None = None
+        byte_cause = CAUSE_NONE
         request_sensors: ClientSensors | None = None
-        if row.produce is not None and produce.enabled:
+        if produce_bytes is not None and produce_on:
             sensors = produce.sensors_for(principal, client_id, now)
-            bandwidth, byte_cause = produce.record(sensors, row.produce, now), "produce"
-        if row.request is not None and request.enabled:
+            bandwidth, byte_cause = produce.record(sensors, produce_bytes, now), CAUSE_PRODUCE
+        if request_time is not None and request_on:
             request_sensors = request.sensors_for(principal, client_id, now)
-            requested = request.record(request_sensors, row.request, now)
-        if row.fetch is not None and fetch.enabled:
+            requested = request.record(request_sensors, request_time, now)
+        if fetch_bytes is not None and fetch_on:
             sensors = fetch.sensors_for(principal, client_id, now)
-            bandwidth, byte_cause = fetch.record(sensors, row.fetch, now), "fetch"
-            if max(bandwidth, requested) > 0:  # a throttled fetch sends nothing: taken back
-                fetch.unrecord(sensors, row.fetch, now)
-        if row.carried_by_quota:  # the mutation quota's throttle, combined like the others
-            bandwidth, byte_cause = row.carried_ms, "mutation"
-        if max(bandwidth, requested) <= 0:
-            throttle, cause = 0, "none"
-        elif bandwidth > requested and byte_cause is not None:
+            bandwidth, byte_cause = fetch.record(sensors, fetch_bytes, now), CAUSE_FETCH
+            if bandwidth > 0 or requested > 0:  # a throttled fetch sends nothing: taken back
+                fetch.unrecord(sensors, fetch_bytes, now)
+        if by_mutation:  # the mutation quota's throttle, combined like the others
+            bandwidth, byte_cause = carried, CAUSE_MUTATION
+        if bandwidth <= 0 and requested <= 0:
+            throttle, cause = 0, CAUSE_NONE
+        elif bandwidth > requested and byte_cause != CAUSE_NONE:
             throttle, cause = bandwidth, byte_cause
         else:
-            throttle, cause = requested, "request"
-        if row.carried_ms > throttle:  # a fault's forced throttle
-            throttle = row.carried_ms
-        if request_sensors is not None and row.extra is not None:
-            request.record_no_throttle(request_sensors, row.extra, row.extra_ms + shift_ms)
+            throttle, cause = requested, CAUSE_REQUEST
+        if carried > throttle:  # a fault's forced throttle
+            throttle = carried
+        if request_sensors is not None and extra is not None:
+            request.record_no_throttle(request_sensors, extra, extra_ms + shift_ms)
 
-        i = row.index
-        quota_type = (
-            ClientQuotaType.PRODUCE
-            if row.api_key == PRODUCE_KEY
-            else ClientQuotaType.FETCH
-            if row.api_key == FETCH_KEY
-            else ClientQuotaType.REQUEST
+        request_amount = None if request_time is None else request_time + (extra or 0.0)
+        out_type[i] = kind
+        out_amount[i] = (
+            produce_bytes if kind == PRODUCE_TYPE else fetch_bytes if kind == FETCH_TYPE else request_amount
         )
-        request_amount = None if row.request is None else row.request + (row.extra or 0.0)
-        amount = row.produce if quota_type is ClientQuotaType.PRODUCE else row.fetch
-        if quota_type is ClientQuotaType.REQUEST:
-            amount = request_amount
-        limit_key = (quota_type, row.principal, client_id)
-        found = limits.get(limit_key)
-        if found is None:
-            found = limits[limit_key] = _limit(callback, quota_type, principal, client_id)
-        out["quota_type"][i] = CAUSES[quota_type]
-        out["amount"][i] = amount
-        out["request_amount"][i] = request_amount
-        out["predicted_throttle_ms"][i] = throttle
-        out["predicted_cause"][i] = cause
-        out["predicted_ts_us"][i] = row.ts_us + shift
-        out["shift_ms"][i] = shift_ms
-        out["proposed_limit"][i], out["proposed_user"][i], out["proposed_client_id"][i] = found[:3]
-        out["limit_entity"][i] = found[3]
+        out_request[i] = request_amount
+        out_throttle[i] = throttle
+        out_cause[i] = cause
+        out_ts[i] = ts_us[i] + shift
+        out_shift[i] = shift_ms
 
         if position + 1 < len(queue):
             after = queue[position + 1]
             if closed:
                 # Muted for `throttle` instead of the recorded time: the next request comes
                 # that much later (or sooner), never before this one.
-                shift += (throttle - row.observed_ms) * 1000
-                shift = max(shift, row.ts_us + shift_us[number] - after.ts_us)
+                shift = max(shift + (throttle - observed[i]) * 1000, ts_us[i] + shift - ts_us[after])
                 shift_us[number] = shift
             heapq.heappush(
-                heap, (max(after.rec_ms + shift // 1000, key_ms), after.order, number, position + 1)
+                heap, (max(inputs[after][1] + shift // 1000, key_ms), rank[after], number, position + 1)
             )
-    return out
+    return {
+        "quota_type": out_type,
+        "amount": out_amount,
+        "request_amount": out_request,
+        "predicted_throttle_ms": out_throttle,
+        "predicted_cause": out_cause,
+        "predicted_ts_us": out_ts,
+        "shift_ms": out_shift,
+    }
 
 
 def proposed_limits(
@@ -542,7 +492,7 @@ def proposed_limits(
     for principal, client_id in entities:
         for quota_type in REPLAYED:
             limit = _limit(callback, quota_type, principal_of(principal), client_id or "")
-            found.append((principal, client_id, CAUSES[quota_type], *limit))
+            found.append((principal, client_id, QUOTA_TYPES[REPLAYED.index(quota_type)], *limit))
     return found
 
 
@@ -561,6 +511,39 @@ def _limit(
     return value, user, client, entity.display()
 
 
+def pack_groups(rows_per_group: Mapping[int, int], buckets: int) -> dict[int, int]:
+    """A bucket per group, `buckets` at most, balanced by rows (largest group first, into
+    the bucket with the fewest rows so far): a bucket is one call of the replay on an
+    executor, and a call has a fixed cost, so thousands of small groups go a few hundred
+    to a call."""
+    heap = [(0, bucket) for bucket in range(max(1, min(buckets, len(rows_per_group))))]
+    assigned = {}
+    for group, rows in sorted(rows_per_group.items(), key=lambda item: (-item[1], item[0])):
+        load, bucket = heapq.heappop(heap)
+        assigned[group] = bucket
+        heapq.heappush(heap, (load + rows, bucket))
+    return assigned
+
+
+def replay_groups(table: Any, config: ReplayConfig, group_column: str = "group") -> Any:
+    """`replay_table` for each group of `table` (a pyarrow Table with `group_column`):
+    the replayed rows, group after group."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if table.num_rows == 0:
+        return replay_table(table, config)
+    table = table.take(pc.sort_indices(table, [(group_column, "ascending")]))
+    groups = table.column(group_column).to_pylist()
+    parts = []
+    start = 0
+    for end in range(1, len(groups) + 1):
+        if end == len(groups) or groups[end] != groups[start]:
+            parts.append(replay_table(table.slice(start, end - start), config))
+            start = end
+    return pa.concat_tables(parts).combine_chunks()  # one chunk, not one per group
+
+
 def replay_table(table: Any, config: ReplayConfig) -> Any:
     """`replay_columns` over a pyarrow Table (INPUT_COLUMNS and any others): the Table
     with the OUTPUT_COLUMNS appended, rows in the same order."""
@@ -568,7 +551,7 @@ def replay_table(table: Any, config: ReplayConfig) -> Any:
 
     cols = {name: table.column(name).to_pylist() for name in INPUT_COLUMNS}
     out = replay_columns(cols, config)
-    types = {"string": pa.string(), "double": pa.float64(), "int32": pa.int32(), "int64": pa.int64()}
+    types = {"int8": pa.int8(), "double": pa.float64(), "int32": pa.int32(), "int64": pa.int64()}
     for name, kind in OUTPUT_COLUMNS:
         table = table.append_column(name, pa.array(out[name], type=types[kind]))
     return table

@@ -7,8 +7,10 @@
    client, come to the driver, which resolves them under the proposal and joins them
    into groups that share state (`spark.quota_replay.assign_groups`).
 3. The rows, tagged with their group by a broadcast join, are grouped on the executors
-   (`groupBy(group).applyInArrow`) and each group is replayed in time order through the
-   project's quota code (`spark.quota_replay.replay_table`). No row comes to the driver.
+   (`groupBy(bucket).applyInArrow`: a bucket is a few groups, packed by row count on the
+   driver, since each call costs milliseconds whatever its size) and each group is
+   replayed in time order through the project's quota code
+   (`spark.quota_replay.replay_groups`). No row comes to the driver.
 4. Tables under the output directory: `requests/` (a row per replayed request: ts,
    predicted_ts, principal, client_id, api_key, observed_throttle_ms,
    predicted_throttle_ms, ...), `entities/` (per principal, client id and quota type:
@@ -37,26 +39,32 @@ from pyspark.sql import functions as F
 from quotas.callback import ClientQuotaType
 from spark import jobs
 from spark.quota_replay import (
+    CAUSE_NAMES,
     INPUT_COLUMNS,
     OUTPUT_COLUMNS,
+    QUOTA_TYPES,
     ReplayConfig,
     apply_changes,
     assign_groups,
+    pack_groups,
     proposed_limits,
     read_proposal,
-    replay_table,
+    replay_groups,
 )
 from spark.report import _STYLE, Progress, _fmt, _table, _ts, _utc
 
 TABLES = ("requests", "entities", "entity_windows")
 IDENTITY = ["broker_id", "run_id", "connection_id", "principal", "client_id"]
 PLOT_ENTITIES = 8  # entities with a plot in index.html, most changed first
+# Calls of the replay (buckets of groups) and tasks running them, per core: enough to
+# balance the cores, few enough that the calls' fixed cost does not count.
+BUCKETS_PER_CORE = 16
+TASKS_PER_CORE = 2
+MAX_BUCKET_ROWS = 250_000  # a bucket is one Arrow table in a Python worker's memory
 TABLE_ROWS = 50  # entities listed in index.html
 UNITS = {"produce": "bytes/s", "fetch": "bytes/s", "request": "percent"}
-# Columns of the rows the replay gets besides INPUT_COLUMNS, passed through to requests/.
-PASSED = ("api_name", "quota_limit")
 _ARROW_TO_SPARK = {
-    "string": types.StringType(),
+    "int8": types.ByteType(),
     "double": types.DoubleType(),
     "int32": types.IntegerType(),
     "int64": types.LongType(),
@@ -71,6 +79,7 @@ class WhatIfResult:
     groups: int
     tables: dict[str, str] = field(default_factory=dict)  # name -> path
     plots: list[str] = field(default_factory=list)  # file names, relative to out
+    replay_seconds: float = 0.0  # from reading the rows (grouping included) to requests/ written
 
 
 def load_config(
@@ -105,29 +114,38 @@ def run_what_if(
     tables = {name: os.path.join(out, name) for name in TABLES}
 
     say(f"reading {metrics}" + (f" (ts from {_ts(since)} until {_ts(until)})" if since or until else ""))
+    started = time.monotonic()
     df = jobs.read_metrics(spark, metrics, since, until)
     identities = df.groupBy(*IDENTITY).agg(F.count(F.lit(1)).alias("rows")).collect()
     rows = sum(int(r["rows"]) for r in identities)
     keys = [tuple(r[c] for c in IDENTITY) for r in identities]
     groups = assign_groups(keys, config)
     group_count = len(set(groups.values()))
+    rows_per_group: dict[int, int] = {}
+    for r, key in zip(identities, keys, strict=True):
+        rows_per_group[groups[key]] = rows_per_group.get(groups[key], 0) + int(r["rows"])
+    cores = spark.sparkContext.defaultParallelism
+    buckets = pack_groups(rows_per_group, max(BUCKETS_PER_CORE * cores, rows // MAX_BUCKET_ROWS))
     model = "closed loop" if config.closed_loop else "open loop"
     say(f"{rows:,} requests from {len(keys):,} connection identities in {group_count:,} groups ({model})")
 
-    started = time.monotonic()
-    replayed = _replay(spark, df, groups, config)
-    with _watch(spark, say, "replay"):
-        replayed.write.mode("overwrite").parquet(tables["requests"])
-    requests = spark.read.parquet(tables["requests"])
-    elapsed = time.monotonic() - started
-    say(f"requests: {rows:,} rows replayed in {elapsed:.1f} s ({rows / max(elapsed, 1e-9):,.0f} rows/s)")
-
+    # What the proposal gives each (principal, client id) per quota type, resolved here
+    # once, joined to the replayed rows by Spark.
     pairs = sorted({(r["principal"], r["client_id"]) for r in identities}, key=repr)
     limits = spark.createDataFrame(
         proposed_limits(pairs, config),
         "principal string, client_id string, quota_type string, proposed_limit double,"
         " proposed_user string, proposed_client_id string, limit_entity string",
     )
+    replayed = _replay(spark, df, groups, buckets, limits, config)
+    with _watch(spark, say, "replay"):
+        replayed.write.mode("overwrite").parquet(tables["requests"])
+    requests = spark.read.parquet(tables["requests"])
+    elapsed = time.monotonic() - started
+    say(
+        f"requests: {rows:,} rows read, grouped and replayed in {elapsed:.1f} s ({rows / max(elapsed, 1e-9):,.0f} rows/s)"
+    )
+
     # The request quota's view (every request of an entity) when it is in play: in the
     # proposal, or throttling in the recording.
     with_request = config.callback().has_quotas(ClientQuotaType.REQUEST) or (
@@ -159,7 +177,7 @@ def run_what_if(
     }
     plots, index = write_index(spark, out, entities_df, windows_df, window_ms, header, tables)
     say(f"wrote {index}")
-    return WhatIfResult(out, index, rows, group_count, tables, plots)
+    return WhatIfResult(out, index, rows, group_count, tables, plots, elapsed)
 
 
 def _write(spark: SparkSession, df: DataFrame, path: str) -> DataFrame:
@@ -167,54 +185,81 @@ def _write(spark: SparkSession, df: DataFrame, path: str) -> DataFrame:
     return spark.read.parquet(path)
 
 
-def _replay(spark: SparkSession, df: DataFrame, groups: dict[Any, int], config: ReplayConfig) -> DataFrame:
-    """The requests table: every row replayed in its group, on the executors."""
+def _replay(
+    spark: SparkSession,
+    df: DataFrame,
+    groups: dict[Any, int],
+    buckets: dict[int, int],
+    limits: DataFrame,
+    config: ReplayConfig,
+) -> DataFrame:
+    """The requests table: every row replayed in its group, on the executors, a bucket
+    of groups per call. What crosses to Python and back is kept to what the replay
+    reads and writes (strings cost the most there): the API names and the proposal's
+    limits per entity are joined afterwards."""
     mapping = spark.createDataFrame(
-        [(*identity, group) for identity, group in groups.items()],
-        "m_broker_id int, m_run_id long, m_connection_id long, m_principal string, m_client_id string, group long",
+        [(*identity, group, buckets[group]) for identity, group in groups.items()],
+        "m_broker_id int, m_run_id long, m_connection_id long, m_principal string, m_client_id string,"
+        " group long, bucket int",
     )
     on = [df[c].eqNullSafe(mapping[f"m_{c}"]) for c in IDENTITY]
     inputs = [c for c in INPUT_COLUMNS if c != "ts_us"]
     rows = df.join(F.broadcast(mapping), on).select(
-        "group", F.unix_micros("ts").alias("ts_us"), *inputs, *PASSED
+        "bucket", "group", F.unix_micros("ts").alias("ts_us"), *inputs, "quota_limit"
     )
     output = types.StructType(
-        [*(f for f in rows.schema.fields if f.name != "group")]
+        [*(f for f in rows.schema.fields if f.name not in ("bucket", "group"))]
         + [types.StructField(name, _ARROW_TO_SPARK[kind], True) for name, kind in OUTPUT_COLUMNS]
     )
     names = output.fieldNames()
 
     def replay(table: Any) -> Any:
-        return replay_table(table, config).select(names)
+        return replay_groups(table, config).select(names)
 
-    replayed = rows.groupBy("group").applyInArrow(replay, output)
-    return replayed.select(
+    # Buckets hold about the same number of rows: contiguous ranges of them make tasks of
+    # about the same work (an explicit count, which adaptive execution leaves alone; its
+    # coalescing would make fewer, uneven tasks of a shuffle this small in bytes).
+    tasks = max(1, min(len(set(buckets.values())), TASKS_PER_CORE * spark.sparkContext.defaultParallelism))
+    replayed = rows.repartitionByRange(tasks, "bucket").groupBy("bucket").applyInArrow(replay, output)
+    api_names = F.broadcast(df.groupBy("api_key").agg(F.max("api_name").alias("api_name")))
+
+    def named(column: str, names: Sequence[str]) -> Column:
+        return F.element_at(F.array(*[F.lit(n) for n in names]), F.col(column).cast("int") + 1)
+
+    replayed = replayed.join(api_names, "api_key").select(
+        "*",
+        named("quota_type", QUOTA_TYPES).alias("type_name"),
+        named("predicted_cause", CAUSE_NAMES).alias("cause"),
+    )
+    keys = ["principal", "client_id"]
+    on = [replayed[c].eqNullSafe(limits[c]) for c in keys] + [replayed["type_name"] == limits["quota_type"]]
+    return replayed.join(F.broadcast(limits), on, "left").select(
         F.timestamp_micros("ts_us").alias("ts"),
         F.timestamp_micros("predicted_ts_us").alias("predicted_ts"),
         "broker_id",
         "run_id",
         "connection_id",
         "seq",
-        "principal",
-        "client_id",
+        replayed["principal"],
+        replayed["client_id"],
         "api_key",
         "api_name",
         "api_version",
         "request_bytes",
         "response_bytes",
-        "quota_type",
+        F.col("type_name").alias("quota_type"),
         "amount",
         "request_amount",
         F.col("throttle_time_ms").alias("observed_throttle_ms"),
         "predicted_throttle_ms",
         F.col("throttle_cause").alias("observed_cause"),
-        "predicted_cause",
+        F.col("cause").alias("predicted_cause"),
         "shift_ms",
         F.col("quota_limit").alias("observed_limit"),
         "proposed_limit",
         "proposed_user",
         "proposed_client_id",
-        "limit_entity",
+        F.when(F.col("limit_entity") != "", F.col("limit_entity")).alias("limit_entity"),
     )
 
 

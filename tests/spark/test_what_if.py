@@ -25,11 +25,14 @@ from quotas.entity import QuotaEntity
 from quotas.manager import ClientQuotaManager
 from quotas.sensor import WindowConfig
 from spark.quota_replay import (
+    CAUSE_NAMES,
     INPUT_COLUMNS,
+    QUOTA_TYPES,
     ProposalError,
     ReplayConfig,
     apply_changes,
     assign_groups,
+    proposed_limits,
     read_proposal,
     replay_columns,
 )
@@ -199,13 +202,17 @@ def test_closed_loop_shifts_a_connection_by_its_mutes_and_open_loop_does_not() -
     assert 0 < sum(closed["predicted_throttle_ms"]) < sum(expected) / 10
     span_s = (closed["predicted_ts_us"][-1] - closed["predicted_ts_us"][0]) / 1e6
     assert 0.9 <= 40 * 50_000 / span_s / 100_000 <= 1.2
-    assert "produce" in closed["predicted_cause"] and closed["proposed_limit"][0] == 100_000.0
-    assert closed["limit_entity"][0] == "{client-id=app}"
+    assert CAUSE_NAMES.index("produce") in closed["predicted_cause"]
+    assert set(closed["quota_type"]) == {QUOTA_TYPES.index("produce")}
+    assert proposed_limits([("User:ANONYMOUS", "app")], ReplayConfig.of(quota)) == [
+        ("User:ANONYMOUS", "app", "produce", 100_000.0, "", "app", "{client-id=app}"),
+        ("User:ANONYMOUS", "app", "fetch", None, "", "", ""),
+        ("User:ANONYMOUS", "app", "request", None, "", "", ""),
+    ]
 
     # No quota in the proposal: nothing throttled, nothing moves.
     free = replay_columns(columns(rows), ReplayConfig.of({}))
     assert set(free["predicted_throttle_ms"]) == {0} and free["predicted_ts_us"] == [r["ts_us"] for r in rows]
-    assert free["proposed_limit"][0] is None
 
 
 def test_a_throttle_the_proposal_removes_brings_later_requests_sooner() -> None:
