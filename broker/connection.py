@@ -125,6 +125,7 @@ class Connection(asyncio.Protocol):
         self._pending_bytes = 0  # of the frames in _pending, size prefixes included
         self._unsent: list[Any] | None = None  # responses held for one write (see _process)
         self._unsent_bytes = 0
+        self._round_scheduled = False
         # When something was last read or written (monotonic s), for connections.max.idle.ms,
         # and since when the incomplete frame in _buffer has been read with reading on
         # (socket.request.receive.timeout.ms).
@@ -389,21 +390,27 @@ class Connection(asyncio.Protocol):
             return
         # Responses to the frames handled here go out together at the end, in one write
         # (one writev): a client that pipelines gets one system call, not one per response.
-        # A round ends at ROUND_BYTES of answers: the next starts only if the transport
-        # took them without pausing writing.
-        while True:
-            self._unsent = []
-            self._unsent_bytes = 0
-            try:
-                self._handle_pending()
-            finally:
-                full = self._unsent_bytes >= ROUND_BYTES
-                self._flush()
-            if not full:
-                break
+        # A round ends at ROUND_BYTES of answers; the next comes after the other
+        # connections' turn on the loop, and only if the transport took these without
+        # pausing writing.
+        self._unsent = []
+        self._unsent_bytes = 0
+        try:
+            self._handle_pending()
+        finally:
+            full = self._unsent_bytes >= ROUND_BYTES
+            self._flush()
+        if full and self._pending and not self._round_scheduled:
+            self._round_scheduled = True
+            asyncio.get_running_loop().call_soon(self._next_round)
         self._update_reading()
         if not self._busy and not self._pending:
             self.idle.set()
+
+    def _next_round(self) -> None:
+        self._round_scheduled = False
+        if not self.closed:
+            self._process()
 
     def _handle_pending(self) -> None:
         pipeline = self.pipeline

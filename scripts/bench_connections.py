@@ -20,10 +20,18 @@ descriptors and RSS before, after C and after 2C cycles. Checked: the file descr
 are back to the baseline after each run, and the second run added less than
 `--rss-slack-mib` (default 4 MiB) of RSS (no memory kept per cycle).
 
+(c) Clients that never read: `--never-read K` (default 8) plain sockets (a 4 KiB
+receive buffer) pipeline requests and read nothing for `--never-read-s` seconds (default
+10): half Metadata of 200 topics (20-byte requests, 31 KB answers), half Fetch of 3.6 MB
+(views of the log), as fast as the kernel takes them, while one healthy connection
+measures its round trips. Printed: requests the kernel took from them, the broker's RSS
+growth (peak), the healthy client's median and slowest round trips. Checked: RSS grew by less than
+`--never-read-max-mib` (default 64 MiB).
+
     .venv/bin/python scripts/bench_connections.py                        # 1,000 connections, 10,000 cycles
     .venv/bin/python scripts/bench_connections.py --connections 200 --messages 20   # CI scale
     .venv/bin/python scripts/bench_connections.py --cycles 0             # (a) only
-    .venv/bin/python scripts/bench_connections.py --connections 0        # (b) only
+    .venv/bin/python scripts/bench_connections.py --connections 0 --never-read 0   # (b) only
     .venv/bin/python scripts/bench_connections.py --override connections.max.idle.ms=5000
 
 Exit status: 0 when every check passed, 1 otherwise. Needs a file-descriptor limit above
@@ -34,8 +42,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import os
 import socket
+import statistics
 import struct
 import sys
 import threading
@@ -45,8 +55,12 @@ from pathlib import Path
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from confluent_kafka import Producer
+from kafka.protocol.consumer import FetchRequest
+from kafka.protocol.metadata import MetadataRequest
 
 from broker.harness.process import BrokerProcess
+from broker.harness.wire import encode_request, read_frame
 
 RECORD_BYTES = 100
 SETTLE_S = 10.0  # for the broker to see every close
@@ -305,6 +319,119 @@ def cycles(broker: BrokerProcess, count: int, rss_slack_mib: float) -> bool:
     return ok
 
 
+# -- (c) clients that never read ----------------------------------------------------------
+
+
+def metadata_frame(correlation_id: int) -> bytes:
+    request = MetadataRequest[12](topics=None, allow_auto_topic_creation=False)  # every topic
+    return encode_request(request, correlation_id, "never-reads")
+
+
+def fetch_frame(correlation_id: int, topic: str, max_bytes: int) -> bytes:
+    partition = FetchRequest.FetchTopic.FetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=max_bytes
+    )
+    request = FetchRequest[12](
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=max_bytes,
+        session_id=0,
+        session_epoch=-1,
+        topics=[FetchRequest.FetchTopic(topic=topic, partitions=[partition])],
+    )
+    return encode_request(request, correlation_id, "never-reads")
+
+
+def push(sock: socket.socket, kind: str, data: bytes, until: float, sent: list[tuple[str, int]]) -> None:
+    """Writes `data` over and over without reading until `until`; counts frames sent."""
+    sock.setblocking(False)
+    frame_size = struct.unpack_from(">i", data)[0] + 4
+    pending = memoryview(data)
+    written_total = 0
+    while time.monotonic() < until:
+        try:
+            written = sock.send(pending)
+        except BlockingIOError:
+            time.sleep(0.01)
+            continue
+        except OSError:
+            break
+        written_total += written
+        pending = pending[written:] or memoryview(data)
+    sent.append((kind, written_total // frame_size))
+
+
+def never_read(broker: BrokerProcess, count: int, seconds: float, max_mib: float) -> bool:
+    host, port = broker.address()
+    producer = Producer({"bootstrap.servers": f"{host}:{port}", "linger.ms": 5})
+    for i in range(200):
+        producer.produce(f"never-read-{i:03d}-" + "x" * 100, b"v", partition=0)
+    for _ in range(4):
+        producer.produce("never-read-big", os.urandom(900_000), partition=0)
+    if producer.flush(60) != 0:
+        print("(c) FAILED: could not produce the data")
+        return False
+    ok = True
+    with socket.create_connection((host, port), timeout=60) as healthy:
+        for correlation_id in range(3):  # every answer built once before the baseline
+            healthy.sendall(metadata_frame(correlation_id))
+            metadata_size = len(read_frame(healthy)) + 4
+            healthy.sendall(fetch_frame(correlation_id, "never-read-big", 4 << 20))
+            fetch_size = len(read_frame(healthy)) + 4
+        time.sleep(0.5)
+        before = rss_kib(broker.pid)
+        until = time.monotonic() + seconds
+        sent: list[tuple[str, int]] = []
+        hostile = []
+        threads = []
+        for kind in itertools.islice(itertools.cycle(("metadata", "fetch")), count):
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.connect((host, port))
+            hostile.append(sock)
+            data = (
+                metadata_frame(9) * 1000
+                if kind == "metadata"
+                else fetch_frame(9, "never-read-big", 4 << 20) * 100
+            )
+            threads.append(threading.Thread(target=push, args=(sock, kind, data, until, sent)))
+        with Sampler(broker.pid) as sampler:
+            for thread in threads:
+                thread.start()
+            round_trips: list[float] = []
+            correlation_id = 100
+            while time.monotonic() < until:
+                correlation_id += 1
+                started = time.monotonic()
+                healthy.sendall(metadata_frame(correlation_id))
+                read_frame(healthy)
+                round_trips.append(time.monotonic() - started)
+                time.sleep(0.05)
+            for thread in threads:
+                thread.join()
+        for sock in hostile:
+            sock.close()
+    growth = (sampler.peak_rss - before) / 1024
+    answers_mib = sum(n * (metadata_size if kind == "metadata" else fetch_size) for kind, n in sent) / 2**20
+    print(
+        f"(c) {count} connections pipelining without reading for {seconds:g} s "
+        f"(Metadata answers {metadata_size:,} B, Fetch answers {fetch_size:,} B)"
+    )
+    print(
+        f"    the kernel took {sum(n for _, n in sent):,} requests from them"
+        f" (answers to them all: {answers_mib:,.0f} MiB)"
+    )
+    print(f"    broker RSS {mib(before)} -> peak {mib(sampler.peak_rss)} ({growth:+.1f} MiB)")
+    print(
+        f"    a healthy client's Metadata round trips meanwhile: {len(round_trips)}, median"
+        f" {statistics.median(round_trips) * 1000:.1f} ms, slowest {max(round_trips) * 1000:.1f} ms"
+    )
+    if growth >= max_mib:
+        print(f"    FAILED: RSS grew {growth:.1f} MiB (limit {max_mib:g})")
+        ok = False
+    return ok
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench_connections",
@@ -315,6 +442,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--messages", type=int, default=100, help="(a): records per producer")
     parser.add_argument("--cycles", type=int, default=10_000, help="(b): cycles per run (0: skip)")
     parser.add_argument("--rss-slack-mib", type=float, default=4.0, help="(b): RSS the second run may add")
+    parser.add_argument(
+        "--never-read", type=int, default=8, help="(c): connections that never read (0: skip)"
+    )
+    parser.add_argument("--never-read-s", type=float, default=10.0, help="(c): for how long")
+    parser.add_argument("--never-read-max-mib", type=float, default=64.0, help="(c): RSS growth allowed")
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="broker config, repeatable"
     )
@@ -333,6 +465,13 @@ def main(argv: list[str] | None = None) -> int:
         with BrokerProcess(*(a for o in overrides for a in ("--override", o))) as broker:
             broker.wait_listening(timeout=30)
             ok &= cycles(broker, args.cycles, args.rss_slack_mib)
+    if args.never_read:
+        # The recording ring keeps the last 256 requests and answers (bounded, but tens of
+        # MiB of these): off, so the growth measured is the connections'.
+        never_read_overrides = [*overrides, "record.requests.max=0"]
+        with BrokerProcess(*(a for o in never_read_overrides for a in ("--override", o))) as broker:
+            broker.wait_listening(timeout=30)
+            ok &= never_read(broker, args.never_read, args.never_read_s, args.never_read_max_mib)
     print("all checks passed" if ok else "SOME CHECKS FAILED")
     return 0 if ok else 1
 
