@@ -258,6 +258,8 @@ class BrokerServer:
         """Admits waiting connections, in arrival order, whose listener has a slot (each
         listener's acceptor waits for its own, as in Kafka)."""
         connections = self.quota_managers.connections
+        if not self.waiting_connections or not connections.slot_available():
+            return
         for waiting in list(self.waiting_connections):
             if not connections.slot_available():
                 break  # the broker-wide limit: nobody gets in

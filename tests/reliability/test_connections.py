@@ -72,24 +72,27 @@ def closed_by_broker(sock: socket.socket, timeout: float) -> bool | None:
 def test_an_idle_connection_is_closed_after_connections_max_idle_ms() -> None:
     with running({"connections.max.idle.ms": "400"}) as cluster:
         with socket.create_connection(address(cluster), timeout=5) as sock:
+            before_answer = time.monotonic()
             assert answers(sock)
-            # Its last activity was the answer just read: not closed before 400 ms from it.
-            assert closed_by_broker(sock, 0.1) is None
             assert closed_by_broker(sock, 10) is True
+            # Its last activity was the answer: not closed sooner than 400 ms after it.
+            assert time.monotonic() - before_answer >= 0.4
 
 
 def test_a_connection_that_never_sends_is_closed_too() -> None:
     """Kafka's idle clock starts when the connection is registered (accepted)."""
     with running({"connections.max.idle.ms": "300"}) as cluster:
+        before = time.monotonic()
         with socket.create_connection(address(cluster), timeout=5) as sock:
             assert closed_by_broker(sock, 10) is True
+            assert time.monotonic() - before >= 0.3
 
 
 def test_requests_keep_a_connection_open() -> None:
-    idle_ms = 1500
+    idle_ms = 2000
     with running({"connections.max.idle.ms": str(idle_ms)}) as cluster:
         with socket.create_connection(address(cluster), timeout=5) as sock:
-            until = time.monotonic() + 3 * idle_ms / 1000
+            until = time.monotonic() + 2.5 * idle_ms / 1000
             correlation_id = 0
             while time.monotonic() < until:
                 correlation_id += 1
@@ -103,14 +106,14 @@ def test_bytes_trickling_in_keep_a_connection_open_as_kafka_does() -> None:
     """Kafka's idle clock restarts on any read, so a request sent a byte at a time over
     twice connections.max.idle.ms is still answered (its size is bounded by
     socket.request.max.bytes; socket.request.receive.timeout.ms bounds its time)."""
-    idle_ms = 1000
+    idle_ms = 2000
     frame = api_versions_frame(5)
     with running({"connections.max.idle.ms": str(idle_ms)}) as cluster:
         with socket.create_connection(address(cluster), timeout=5) as sock:
             started = time.monotonic()
             for byte in frame:
                 sock.sendall(bytes([byte]))
-                time.sleep(0.15)
+                time.sleep(0.25)
             assert time.monotonic() - started > 2 * idle_ms / 1000
             assert struct.unpack_from(">ih", read_frame(sock)) == (5, 0)
 
