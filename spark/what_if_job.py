@@ -16,9 +16,9 @@
    predicted_throttle_ms, ...), `entities/` (per principal, client id and quota type:
    recorded and predicted throughput, throttle count, total and p99 throttle time, share
    of time throttled, the proposed limit and where it comes from; `rank` 1 = changed
-   most) and `entity_windows/` (the same per window, for the plots); then a PNG per
-   most-changed entity and `index.html`, written by the driver (on a cluster, a directory
-   the driver and the executors share).
+   most) and `entity_windows/` (the same per window, for the entities index.html
+   lists); then a PNG per most-changed entity and `index.html`, written by the driver
+   (on a cluster, a directory the driver and the executors share).
 """
 
 from __future__ import annotations
@@ -153,7 +153,10 @@ def run_what_if(
     )
     entities_df = _write(spark, entities(requests, limits, with_request), tables["entities"])
     say(f"entities: {entities_df.count():,} rows")
-    windows_df = _write(spark, entity_windows(requests, window_ms, with_request), tables["entity_windows"])
+    listed = entities_df.where(F.col("rank") <= TABLE_ROWS).select("principal", "client_id", "quota_type")
+    windows_df = _write(
+        spark, entity_windows(requests, window_ms, with_request, listed), tables["entity_windows"]
+    )
     say(f"entity_windows ({jobs.window_label(window_ms)}): {windows_df.count():,} rows")
 
     say("plots")
@@ -197,18 +200,27 @@ def _replay(
     of groups per call. What crosses to Python and back is kept to what the replay
     reads and writes (strings cost the most there): the API names and the proposal's
     limits per entity are joined afterwards."""
+    # Buckets hold about the same number of rows, so a task per `tasks` of them is about
+    # the same work. A bucket's task is set here, not left to a hash of the bucket (uneven
+    # for a few dozen keys) nor to adaptive execution (whose coalescing makes fewer, uneven
+    # tasks of a shuffle this small in bytes; an explicit partition count it leaves alone).
+    tasks = max(1, min(len(set(buckets.values())), TASKS_PER_CORE * spark.sparkContext.defaultParallelism))
+    slots = _slots(spark, tasks)
     mapping = spark.createDataFrame(
-        [(*identity, group, buckets[group]) for identity, group in groups.items()],
+        [
+            (*identity, group, buckets[group], slots[buckets[group] % tasks])
+            for identity, group in groups.items()
+        ],
         "m_broker_id int, m_run_id long, m_connection_id long, m_principal string, m_client_id string,"
-        " group long, bucket int",
+        " group long, bucket int, slot int",
     )
     on = [df[c].eqNullSafe(mapping[f"m_{c}"]) for c in IDENTITY]
     inputs = [c for c in INPUT_COLUMNS if c != "ts_us"]
     rows = df.join(F.broadcast(mapping), on).select(
-        "bucket", "group", F.unix_micros("ts").alias("ts_us"), *inputs, "quota_limit"
+        "slot", "bucket", "group", F.unix_micros("ts").alias("ts_us"), *inputs, "quota_limit"
     )
     output = types.StructType(
-        [*(f for f in rows.schema.fields if f.name not in ("bucket", "group"))]
+        [*(f for f in rows.schema.fields if f.name not in ("slot", "bucket", "group"))]
         + [types.StructField(name, _ARROW_TO_SPARK[kind], True) for name, kind in OUTPUT_COLUMNS]
     )
     names = output.fieldNames()
@@ -216,12 +228,9 @@ def _replay(
     def replay(table: Any) -> Any:
         return replay_groups(table, config).select(names)
 
-    # Buckets hold about the same number of rows: contiguous ranges of them make tasks of
-    # about the same work (an explicit count, which adaptive execution leaves alone; its
-    # coalescing would make fewer, uneven tasks of a shuffle this small in bytes).
-    tasks = max(1, min(len(set(buckets.values())), TASKS_PER_CORE * spark.sparkContext.defaultParallelism))
-    replayed = rows.repartitionByRange(tasks, "bucket").groupBy("bucket").applyInArrow(replay, output)
-    api_names = F.broadcast(df.groupBy("api_key").agg(F.max("api_name").alias("api_name")))
+    # Hash partitioning by slot is what grouping by (slot, bucket) needs: one shuffle.
+    replayed = rows.repartition(tasks, "slot").groupBy("slot", "bucket").applyInArrow(replay, output)
+    api_names = F.broadcast(df.select("api_key", "api_name").distinct())  # a name per key
 
     def named(column: str, names: Sequence[str]) -> Column:
         return F.element_at(F.array(*[F.lit(n) for n in names]), F.col(column).cast("int") + 1)
@@ -261,6 +270,20 @@ def _replay(
         "proposed_client_id",
         F.when(F.col("limit_entity") != "", F.col("limit_entity")).alias("limit_entity"),
     )
+
+
+def _slots(spark: SparkSession, tasks: int) -> list[int]:
+    """For each of `tasks` hash partitions, an int that Spark's hash partitioning puts in
+    it (pmod(murmur3 hash, tasks), as HashPartitioning computes it), asked of Spark."""
+    found: dict[int, int] = {}
+    probe = spark.range(64 * tasks).select(
+        F.col("id").cast("int").alias("x"), F.expr(f"pmod(hash(cast(id as int)), {tasks})").alias("p")
+    )
+    for r in probe.collect():
+        found.setdefault(int(r["p"]), int(r["x"]))
+    if len(found) < tasks:  # 64 candidates per partition: never in practice
+        raise RuntimeError(f"no int hashes to partitions {sorted(set(range(tasks)) - set(found))}")
+    return [found[p] for p in range(tasks)]
 
 
 @contextmanager
@@ -453,14 +476,20 @@ def entities(requests: DataFrame, limits: DataFrame, with_request: bool = True) 
     return scored.withColumn("rank", order)
 
 
-def entity_windows(requests: DataFrame, window_ms: int, with_request: bool = True) -> DataFrame:
-    """Per (principal, client_id, quota_type) and `window_ms` window (aligned to the epoch):
-    observed_amount and observed_throttle_ms of the requests recorded in it, predicted_amount
-    and predicted_throttle_ms of those predicted in it; the rates are the amounts per
-    second. Quota types as in `entity_rows`."""
+def entity_windows(
+    requests: DataFrame, window_ms: int, with_request: bool = True, only: DataFrame | None = None
+) -> DataFrame:
+    """Per (principal, client_id, quota_type) (those of `only`, if given) and `window_ms`
+    window (aligned to the epoch): observed_amount and observed_throttle_ms of the requests
+    recorded in it, predicted_amount and predicted_throttle_ms of those predicted in it;
+    the rates are the amounts per second. Quota types as in `entity_rows`."""
     entity = ["principal", "client_id", "quota_type"]
     w_us = window_ms * 1000
     rows = entity_rows(requests, with_request)
+    if only is not None:
+        wanted = only.select(*[F.col(c).alias(f"o_{c}") for c in entity])
+        on = [rows[c].eqNullSafe(wanted[f"o_{c}"]) for c in entity]
+        rows = rows.join(F.broadcast(wanted), on, "left_semi")
 
     def per_window(ts: str, prefix: str) -> DataFrame:
         return rows.groupBy(*entity, F.expr(f"unix_micros({ts}) div {w_us}").alias("w")).agg(
