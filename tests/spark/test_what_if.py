@@ -119,6 +119,29 @@ def test_proposal_errors_say_what_is_wrong(tmp_path: Path, body: dict[str, Any],
         read_proposal(tmp_path / "junk")
 
 
+def test_what_if_command_line_refuses_bad_arguments_before_starting_spark(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spark import cli
+
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps({"entity": {"user": None}, "set": {"producer_byte_rate": 1000}}))
+    base = ["what-if", "--metrics", str(tmp_path), "--out", str(tmp_path / "out")]
+    for argv, message in (
+        ([*base, "--quotas", str(tmp_path / "missing.json")], "--quotas"),
+        ([*base, "--quotas", str(good), "--window", "soon"], "bad window"),
+        ([*base, "--quotas", str(good), "--model", "half"], "invalid choice"),
+        ([*base, "--quotas", str(good), "--quota-window-num", "0"], "at least 1"),
+        ([*base, "--quotas", str(good), "--since", "yesterday"], "bad time"),
+        (base, "--quotas"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(argv)
+        assert exc.value.code == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert not (tmp_path / "out").exists()
+
+
 # -- groups and the time model on hand-made rows ------------------------------------------
 
 
@@ -452,6 +475,13 @@ def test_a_user_default_changes_exactly_the_clients_precedence_gives_it(spark: A
         for r in sorted(pq.read_table(out / "requests").to_pylist(), key=lambda r: r["seq"]):
             found.setdefault((r["principal"], r["client_id"]), []).append(r)
         return found
+
+    # --until: the first 10 s only, replayed from empty sensors.
+    half = tmp_path / "half"
+    err = run_cli(
+        ["what-if", *common, "--quotas", str(baseline), "--until", "2024-05-01T12:00:10Z", "--out", str(half)]
+    )
+    assert "600 requests" in err and pq.read_table(half / "requests").num_rows == 600
 
     old, new = by_entity(before), by_entity(after)
     changed = {entity for entity in ENTITIES if old[entity] != new[entity]}
