@@ -76,10 +76,18 @@ def partition_of(key: str, partitions: int) -> int:
 
 
 def coordinator_of(cluster: ClusterState, partition: int) -> int:
-    """The live broker leading that internal partition (the mock spreads them over the
-    live brokers), or -1 when none is up."""
-    live = cluster.live_broker_ids()
-    return live[partition % len(live)] if live else -1
+    """The broker leading that internal partition, or -1 when none is up. Its replicas are
+    every registered broker in node-id order from `partition % brokers` (the preferred
+    leader) on, and the first live one leads: a stopped broker's partitions move to the
+    next broker and no other partition moves, as Kafka elects new leaders only for the
+    partitions the stopped broker led; when it returns it leads its own again (Kafka's
+    preferred-leader election, auto.leader.rebalance.enable, does that within minutes)."""
+    brokers = sorted(cluster.brokers)
+    for step in range(len(brokers)):
+        node_id = brokers[(partition + step) % len(brokers)]
+        if cluster.brokers[node_id].up:
+            return node_id
+    return -1
 
 
 # -- results handed back to handlers ---------------------------------------------

@@ -108,7 +108,7 @@ def test_coordinator_for_uses_offsets_partition_over_live_brokers() -> None:
     assert coord.coordinator_for("hello") == (99162322 % 50) % 3
     assert coord.partition_for("polygenelubricants") == 0
     cluster.brokers[0].up = False
-    assert coord.coordinator_for("polygenelubricants") == 1  # partition 0 -> live[0 % 2]
+    assert coord.coordinator_for("polygenelubricants") == 1  # partition 0: its leader 0 is down, 1 is next
     for node in cluster.brokers.values():
         node.up = False
     assert coord.coordinator_for("hello") == -1
