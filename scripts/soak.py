@@ -164,6 +164,9 @@ LEADER_MOVE = frozenset(
     }
 )
 
+FAILOVER = LEADER_MOVE | TRANSPORT | {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE}
+BOUNCE_S = 5.0  # how long a bounced broker stays down
+
 BROKER_OVERRIDES = (
     "group.initial.rebalance.delay.ms=0",
     "group.consumer.heartbeat.interval.ms=1000",
@@ -273,6 +276,7 @@ class Journal:
         self.events: list[Event] = []
         self.errors: list[ClientError] = []
         self.throttled: Counter[str] = Counter()
+        self.verbose = False  # print each error as it comes
 
     def event(
         self, kind: str, what: str, clients: Iterable[str] | None, codes: Iterable[int], done: bool = False
@@ -294,6 +298,8 @@ class Journal:
         found = ClientError(self.clock.now(), client, source, {c for c in codes if c is not None}, text)
         with self.lock:
             self.errors.append(found)
+        if self.verbose:
+            print(f"  ! {found.t:7.1f} s {client}: {found.kind}: {text[:200]}", flush=True)
 
     def kafka_error(self, client: str, source: str, err: KafkaError) -> None:
         self.error(client, source, [err.code()], err.str())
@@ -1150,11 +1156,17 @@ class FaultWorker(Worker):
         self.rng = random.Random(soak.args.seed + 4)
         self.live: dict[int, tuple[Event, float]] = {}  # fault id -> (event, added at)
         self.injected: Counter[str] = Counter()
+        self.down: tuple[int, float, Event] | None = None  # a bounced broker: (id, back at, event)
 
     def body(self) -> None:
         next_fault = self.soak.clock.now() + self.soak.args.fault_interval
+        bounces = self.soak.args.bounce if self.soak.args.brokers > 1 else 0.0
+        next_bounce = bounces / 2
         while not self.stopping.wait(0.5):
             self.follow()
+            if bounces and self.soak.clock.now() >= next_bounce:
+                next_bounce += bounces
+                self.bounce()
             if self.soak.clock.now() >= next_fault:
                 next_fault += self.soak.args.fault_interval
                 self.inject()
@@ -1303,13 +1315,32 @@ class FaultWorker(Worker):
         topic = self.rng.choice([*CHECKED_TOPICS, BULK_TOPIC])
         partition = self.rng.randrange(PARTITIONS[topic])
         broker = self.rng.randrange(self.soak.args.brokers)
+        if self.down is not None and self.down[0] == broker:
+            return  # not to a bounced broker (BROKER_NOT_AVAILABLE)
         self.soak.http("POST", "/v1/leaders", {"topic": topic, "partition": partition, "broker": broker})
         self.soak.journal.event(
             "leader move", f"{topic}[{partition}] -> {broker}", None, LEADER_MOVE, done=True
         )
         self.injected["leader move"] += 1
 
+    def bounce(self) -> None:
+        """A broker other than the canary's (0) stops for BOUNCE_S: its connections drop,
+        its partitions and coordinators fail over, then it starts again."""
+        node = self.rng.randrange(1, self.soak.args.brokers)
+        self.soak.http("POST", f"/v1/brokers/{node}/stop")
+        event = self.soak.journal.event("broker bounce", f"broker {node} down {BOUNCE_S:g} s", None, FAILOVER)
+        self.down = (node, self.soak.clock.now() + BOUNCE_S, event)
+        self.injected["broker bounce"] += 1
+
+    def restart(self, force: bool = False) -> None:
+        if self.down is not None and (force or self.soak.clock.now() >= self.down[1]):
+            node, _at, event = self.down
+            self.soak.http("POST", f"/v1/brokers/{node}/start")
+            event.end = self.soak.clock.now()
+            self.down = None
+
     def follow(self) -> None:
+        self.restart()
         if not self.live:
             return
         listed = {fault["id"]: fault for fault in self.soak.http("GET", "/v1/faults")}
@@ -1329,6 +1360,7 @@ class FaultWorker(Worker):
             del self.live[fault_id]
 
     def clear(self) -> None:
+        self.restart(force=True)
         self.soak.http("DELETE", "/v1/faults")
         now = self.soak.clock.now()
         for event, _added in self.live.values():
@@ -1459,6 +1491,7 @@ class Soak:
         self.args = args
         self.clock = Clock()
         self.journal = Journal(self.clock)
+        self.journal.verbose = args.verbose
         self.ledger = Ledger()
         self.members: list[Member] = []
         self.retired: list[Member] = []
@@ -1962,6 +1995,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--bulk-rate", type=float, default=1.0, help="bulk MB/s (default 1)")
     parser.add_argument("--fault-interval", type=float, default=3.0, help="seconds between faults (3)")
     parser.add_argument("--no-faults", action="store_true", help="inject no faults")
+    parser.add_argument(
+        "--bounce",
+        type=float,
+        default=60.0,
+        help=f"with --brokers > 1: seconds between broker bounces (down {BOUNCE_S:g} s; 60; 0: none)",
+    )
     parser.add_argument(
         "--churn", type=float, default=30.0, help="seconds between member churns (30; 0: none)"
     )
