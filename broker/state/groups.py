@@ -75,17 +75,26 @@ def partition_of(key: str, partitions: int) -> int:
     return kafka_abs(java_string_hash(key)) % partitions
 
 
-def coordinator_of(cluster: ClusterState, partition: int) -> int:
-    """The broker leading that internal partition, or -1 when none is up. Its replicas are
-    every registered broker in node-id order from `partition % brokers` (the preferred
-    leader) on, and the first live one leads: a stopped broker's partitions move to the
-    next broker and no other partition moves, as Kafka elects new leaders only for the
-    partitions the stopped broker led; when it returns it leads its own again (Kafka's
-    preferred-leader election, auto.leader.rebalance.enable, does that within minutes)."""
+def coordinator_of(cluster: ClusterState, partition: int, leaders: dict[int, int] | None = None) -> int:
+    """The broker leading that internal partition, or -1 when none is up.
+
+    Its replicas are every registered broker in node-id order from `partition % brokers`
+    (the preferred leader) on. A partition keeps its leader while that broker is up; when
+    it is not, the first live replica takes over, as Kafka elects new leaders only for the
+    partitions a stopped broker led, and the returning broker does not take them back (as
+    in Kafka before its preferred-leader rebalance; the data partitions do the same).
+    `leaders` holds the current leader of each partition of one internal topic."""
+    if leaders is not None:
+        current = leaders.get(partition)
+        node = cluster.brokers.get(current) if current is not None else None
+        if node is not None and node.up:
+            return node.node_id
     brokers = sorted(cluster.brokers)
     for step in range(len(brokers)):
         node_id = brokers[(partition + step) % len(brokers)]
         if cluster.brokers[node_id].up:
+            if leaders is not None:
+                leaders[partition] = node_id
             return node_id
     return -1
 
@@ -138,6 +147,7 @@ class GroupCoordinator:
         self.timers = Timers()
         # KIP-848 groups share the group id namespace, the offsets and the timers.
         self.consumer = ConsumerGroupManager(cluster, self.timers, self._downgrade)
+        self.leaders: dict[int, int] = {}  # __consumer_offsets partition -> its leader (coordinator_of)
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
     @property
@@ -163,7 +173,7 @@ class GroupCoordinator:
 
     def coordinator_for(self, group_id: str) -> int:
         """Node id of the live broker coordinating the group, or -1 when none is up."""
-        return coordinator_of(self.cluster, self.partition_for(group_id))
+        return coordinator_of(self.cluster, self.partition_for(group_id), self.leaders)
 
     # -- timers ---------------------------------------------------------------------
     @staticmethod

@@ -96,6 +96,7 @@ class TransactionCoordinator:
         self.cluster = cluster
         self.groups = groups
         self.transactions: dict[str, TransactionMetadata] = {}
+        self.leaders: dict[int, int] = {}  # __transaction_state partition -> its leader (coordinator_of)
 
     # -- placement -------------------------------------------------------------------
     @property
@@ -108,7 +109,7 @@ class TransactionCoordinator:
 
     def coordinator_for(self, transactional_id: str) -> int:
         """Node id of the live broker coordinating the id, or -1 when none is up."""
-        return coordinator_of(self.cluster, self.partition_for(transactional_id))
+        return coordinator_of(self.cluster, self.partition_for(transactional_id), self.leaders)
 
     # -- InitProducerId --------------------------------------------------------------
     def init_producer_id(
