@@ -108,20 +108,32 @@ def test_the_same_id_at_two_offsets_is_a_duplicate_in_the_log() -> None:
     ]
 
 
+def test_a_transformer_output_twice_in_the_log_is_a_duplicate() -> None:
+    ledger = soak.Ledger()
+    source = _record(ledger, 0, 0)
+    for offset in (3, 7):  # an aborted output made visible, say, then the committed one
+        ledger.delivered_eos(source, 1, offset)
+        ledger.consumed("soak-classic", FakeMessage(soak.EOS_TOPIC, 1, offset, b"e%d" % source))
+    assert len(ledger.groups["soak-classic"].duplicates_in_log) == 1
+    assert soak.eos_id(source) in ledger.groups["soak-classic"].consumed
+
+
 def test_a_record_never_produced_is_unknown() -> None:
     ledger = soak.Ledger()
     ledger.consumed("soak-classic", FakeMessage(soak.IDEM_TOPIC, 0, 0, b"12345"))
     ledger.consumed("soak-classic", FakeMessage(soak.IDEM_TOPIC, 0, 1, None))
-    assert len(ledger.groups["soak-classic"].unknown) == 2
+    ledger.consumed("soak-classic", FakeMessage(soak.EOS_TOPIC, 0, 0, b"e12345"))  # the output of no input
+    assert ledger.groups["soak-classic"].unknown == ["soak-idem[0]@1 key None"]  # no id at all
+    assert len(ledger.unknown("soak-classic")) == 2  # ids never produced, judged at the end
 
 
-def test_expected_records_are_acked_idempotent_ones_and_committed_transactions() -> None:
+def test_expected_records_are_acked_idempotent_ones_committed_transactions_and_outputs() -> None:
     ledger = soak.Ledger()
     plain = _record(ledger, 0, 0)
     committed, aborted, undecided = (_record(ledger, 0, n, txn=n) for n in (1, 2, 3))
     ledger.txn_outcome.update({1: "committed", 2: "aborted", 3: "unknown"})
     (unacked,) = ledger.new_ids(soak.IDEM_TOPIC, 1)
-    assert ledger.expected() == {plain, committed}
+    assert ledger.expected() == {plain, committed, soak.eos_id(plain)}  # one transformer output per input
     assert aborted not in ledger.expected() and undecided not in ledger.expected()
     assert unacked not in ledger.expected()
 
@@ -170,6 +182,9 @@ def test_librdkafka_log_lines_are_read_for_their_error_codes() -> None:
     ) == {KafkaError._TRANSPORT}
     assert 6 in soak.codes_in("Produce failed: Broker: Not leader for partition")
     assert soak.codes_in("SESSTMOUT: Consumer group session timed out") == set()
+    assert soak.codes_in("REQTMOUT: 127.0.0.1:1/1: Timed out 0 in-flight, 0 retry-queued, 2 out-queue") == {
+        KafkaError._TIMED_OUT
+    }
 
 
 def test_rss_is_flat_against_the_window_after_retention_began() -> None:
