@@ -114,6 +114,9 @@ OUTPUT_COLUMNS = (
     ("shift_ms", "int64"),  # predicted_ts - ts, in ms (closed loop)
 )
 
+_CARRIED = frozenset(("none", "mutation", CAUSE_NONE, CAUSE_MUTATION))
+_MUTATION = frozenset(("mutation", CAUSE_MUTATION))
+
 Change = tuple[QuotaEntity, str, float | None]  # None: remove the key
 Identity = tuple[int, int | None, int, str, str | None]  # broker, run, connection, principal, client id
 
@@ -364,17 +367,22 @@ def _inputs(cols: Mapping[str, Sequence[Any]], i: int) -> tuple[Any, ...]:
     elif api_key not in REQUEST_EXEMPT_KEYS and not (api_key == PRODUCE_KEY and cols["acks"][i] == 0):
         request = cols["handler_us"][i] * US_PER_HANDLER_PERCENT
     observed = cols["throttle_time_ms"][i]
-    cause = cols["throttle_cause"][i]
+    cause = cols["throttle_cause"][i]  # its name, or its code in CAUSE_NAMES
     # Throttles the replay does not compute stay as recorded: a controller mutation
     # throttle (it was the larger one when the cause says so), a fault's forced one.
-    carried = observed if observed > 0 and cause in ("mutation", "none") else 0
-    return kind, rec_ms, produce, fetch, request, extra, extra_ms, carried, cause == "mutation"
+    carried = observed if observed > 0 and cause in _CARRIED else 0
+    return kind, rec_ms, produce, fetch, request, extra, extra_ms, carried, cause in _MUTATION
 
 
-def replay_columns(cols: Mapping[str, Sequence[Any]], config: ReplayConfig) -> dict[str, list[Any]]:
+def replay_columns(
+    cols: Mapping[str, Sequence[Any]],
+    config: ReplayConfig,
+    pairs: Mapping[tuple[str, str | None], int] | None = None,
+) -> dict[str, list[Any]]:
     """Replays one group's rows (INPUT_COLUMNS, any order) under `config`; returns the
     OUTPUT_COLUMNS for the rows in their input order (quota type and cause as codes of
-    QUOTA_TYPES and CAUSE_NAMES)."""
+    QUOTA_TYPES and CAUSE_NAMES), and with `pairs` a "pair" column: the number `pairs`
+    gives each row's (principal, client id)."""
     callback = config.callback()
     window = config.window
     produce = ClientQuotaManager(ClientQuotaType.PRODUCE, callback, window)
@@ -471,7 +479,11 @@ def replay_columns(cols: Mapping[str, Sequence[Any]], config: ReplayConfig) -> d
             heapq.heappush(
                 heap, (max(inputs[after][1] + shift // 1000, key_ms), rank[after], number, position + 1)
             )
+    found: dict[str, list[Any]] = {}
+    if pairs is not None:
+        found["pair"] = [pairs[(principal_texts[i], client_ids[i])] for i in range(n)]
     return {
+        **found,
         "quota_type": out_type,
         "amount": out_amount,
         "request_amount": out_request,
@@ -525,7 +537,12 @@ def pack_groups(rows_per_group: Mapping[int, int], buckets: int) -> dict[int, in
     return assigned
 
 
-def replay_groups(table: Any, config: ReplayConfig, group_column: str = "group") -> Any:
+def replay_groups(
+    table: Any,
+    config: ReplayConfig,
+    group_column: str = "group",
+    pairs: Mapping[tuple[str, str | None], int] | None = None,
+) -> Any:
     """`replay_table` for each group of `table` (a pyarrow Table with `group_column`):
     the replayed rows, group after group."""
     import pyarrow as pa
@@ -539,18 +556,22 @@ def replay_groups(table: Any, config: ReplayConfig, group_column: str = "group")
     start = 0
     for end in range(1, len(groups) + 1):
         if end == len(groups) or groups[end] != groups[start]:
-            parts.append(replay_table(table.slice(start, end - start), config))
+            parts.append(replay_table(table.slice(start, end - start), config, pairs))
             start = end
     return pa.concat_tables(parts).combine_chunks()  # one chunk, not one per group
 
 
-def replay_table(table: Any, config: ReplayConfig) -> Any:
+def replay_table(
+    table: Any, config: ReplayConfig, pairs: Mapping[tuple[str, str | None], int] | None = None
+) -> Any:
     """`replay_columns` over a pyarrow Table (INPUT_COLUMNS and any others): the Table
-    with the OUTPUT_COLUMNS appended, rows in the same order."""
+    with the OUTPUT_COLUMNS (and with `pairs`, "pair") appended, rows in the same order."""
     import pyarrow as pa
 
     cols = {name: table.column(name).to_pylist() for name in INPUT_COLUMNS}
-    out = replay_columns(cols, config)
+    out = replay_columns(cols, config, pairs)
+    if pairs is not None:
+        table = table.append_column("pair", pa.array(out["pair"], type=pa.int32()))
     types = {"int8": pa.int8(), "double": pa.float64(), "int32": pa.int32(), "int64": pa.int64()}
     for name, kind in OUTPUT_COLUMNS:
         table = table.append_column(name, pa.array(out[name], type=types[kind]))

@@ -132,12 +132,16 @@ def run_what_if(
     # What the proposal gives each (principal, client id) per quota type, resolved here
     # once, joined to the replayed rows by Spark.
     pairs = sorted({(r["principal"], r["client_id"]) for r in identities}, key=repr)
+    pair_ids = {pair: number for number, pair in enumerate(pairs)}
     limits = spark.createDataFrame(
-        proposed_limits(pairs, config),
-        "principal string, client_id string, quota_type string, proposed_limit double,"
-        " proposed_user string, proposed_client_id string, limit_entity string",
+        [
+            (pair_ids[(principal, client_id)], QUOTA_TYPES.index(kind), principal, client_id, kind, *limit)
+            for principal, client_id, kind, *limit in proposed_limits(pairs, config)
+        ],
+        "pair int, type_code byte, principal string, client_id string, quota_type string,"
+        " proposed_limit double, proposed_user string, proposed_client_id string, limit_entity string",
     )
-    replayed = _replay(spark, df, groups, buckets, limits, config)
+    replayed = _replay(spark, df, groups, buckets, pair_ids, limits, config)
     with _watch(spark, say, "replay"):
         replayed.write.mode("overwrite").parquet(tables["requests"])
     requests = spark.read.parquet(tables["requests"])
@@ -193,40 +197,52 @@ def _replay(
     df: DataFrame,
     groups: dict[Any, int],
     buckets: dict[int, int],
+    pair_ids: dict[tuple[str, str | None], int],
     limits: DataFrame,
     config: ReplayConfig,
 ) -> DataFrame:
     """The requests table: every row replayed in its group, on the executors, a bucket
-    of groups per call. What crosses to Python and back is kept to what the replay
-    reads and writes (strings cost the most there): the API names and the proposal's
-    limits per entity are joined afterwards."""
+    of groups per call. What crosses to Python and back is kept small, strings above all
+    (they cost the most there): rows find their group by their connection (all of a
+    connection's identities are in one group), the recorded cause goes as a code, and
+    nothing but numbers comes back: the (principal, client id) as a number `pair_ids`
+    gives it, to which Spark joins the names and the proposal's limits (`limits`), and
+    the API names."""
     # Buckets hold about the same number of rows, so a task per `tasks` of them is about
     # the same work. A bucket's task is set here, not left to a hash of the bucket (uneven
     # for a few dozen keys) nor to adaptive execution (whose coalescing makes fewer, uneven
     # tasks of a shuffle this small in bytes; an explicit partition count it leaves alone).
     tasks = max(1, min(len(set(buckets.values())), TASKS_PER_CORE * spark.sparkContext.defaultParallelism))
     slots = _slots(spark, tasks)
+    connections = {identity[:3]: group for identity, group in groups.items()}
     mapping = spark.createDataFrame(
-        [
-            (*identity, group, buckets[group], slots[buckets[group] % tasks])
-            for identity, group in groups.items()
-        ],
-        "m_broker_id int, m_run_id long, m_connection_id long, m_principal string, m_client_id string,"
-        " group long, bucket int, slot int",
+        [(*key, group, buckets[group], slots[buckets[group] % tasks]) for key, group in connections.items()],
+        "m_broker_id int, m_run_id long, m_connection_id long, group long, bucket int, slot int",
     )
-    on = [df[c].eqNullSafe(mapping[f"m_{c}"]) for c in IDENTITY]
-    inputs = [c for c in INPUT_COLUMNS if c != "ts_us"]
+    on = [df[c].eqNullSafe(mapping[f"m_{c}"]) for c in IDENTITY[:3]]
+    cause_code = F.lit(None).cast("byte")
+    for code, name in enumerate(CAUSE_NAMES):
+        cause_code = F.when(F.col("throttle_cause") == name, F.lit(code).cast("byte")).otherwise(cause_code)
+    inputs = [F.col(c) for c in INPUT_COLUMNS if c not in ("ts_us", "throttle_cause")]
     rows = df.join(F.broadcast(mapping), on).select(
-        "slot", "bucket", "group", F.unix_micros("ts").alias("ts_us"), *inputs, "quota_limit"
+        "slot",
+        "bucket",
+        "group",
+        F.unix_micros("ts").alias("ts_us"),
+        *inputs,
+        cause_code.alias("throttle_cause"),
+        "quota_limit",
     )
+    dropped = ("slot", "bucket", "group", "principal", "client_id")  # strings stay out of the return
     output = types.StructType(
-        [*(f for f in rows.schema.fields if f.name not in ("slot", "bucket", "group"))]
+        [*(f for f in rows.schema.fields if f.name not in dropped)]
+        + [types.StructField("pair", types.IntegerType(), False)]
         + [types.StructField(name, _ARROW_TO_SPARK[kind], True) for name, kind in OUTPUT_COLUMNS]
     )
     names = output.fieldNames()
 
     def replay(table: Any) -> Any:
-        return replay_groups(table, config).select(names)
+        return replay_groups(table, config, pairs=pair_ids).select(names)
 
     # Hash partitioning by slot is what grouping by (slot, bucket) needs: one shuffle.
     replayed = rows.repartition(tasks, "slot").groupBy("slot", "bucket").applyInArrow(replay, output)
@@ -235,40 +251,38 @@ def _replay(
     def named(column: str, names: Sequence[str]) -> Column:
         return F.element_at(F.array(*[F.lit(n) for n in names]), F.col(column).cast("int") + 1)
 
-    replayed = replayed.join(api_names, "api_key").select(
-        "*",
-        named("quota_type", QUOTA_TYPES).alias("type_name"),
-        named("predicted_cause", CAUSE_NAMES).alias("cause"),
-    )
-    keys = ["principal", "client_id"]
-    on = [replayed[c].eqNullSafe(limits[c]) for c in keys] + [replayed["type_name"] == limits["quota_type"]]
-    return replayed.join(F.broadcast(limits), on, "left").select(
-        F.timestamp_micros("ts_us").alias("ts"),
-        F.timestamp_micros("predicted_ts_us").alias("predicted_ts"),
-        "broker_id",
-        "run_id",
-        "connection_id",
-        "seq",
-        replayed["principal"],
-        replayed["client_id"],
-        "api_key",
-        "api_name",
-        "api_version",
-        "request_bytes",
-        "response_bytes",
-        F.col("type_name").alias("quota_type"),
-        "amount",
-        "request_amount",
-        F.col("throttle_time_ms").alias("observed_throttle_ms"),
-        "predicted_throttle_ms",
-        F.col("throttle_cause").alias("observed_cause"),
-        F.col("cause").alias("predicted_cause"),
-        "shift_ms",
-        F.col("quota_limit").alias("observed_limit"),
-        "proposed_limit",
-        "proposed_user",
-        "proposed_client_id",
-        F.when(F.col("limit_entity") != "", F.col("limit_entity")).alias("limit_entity"),
+    on = [replayed["pair"] == limits["pair"], replayed["quota_type"] == limits["type_code"]]
+    return (
+        replayed.join(F.broadcast(limits), on)
+        .join(api_names, "api_key")
+        .select(
+            F.timestamp_micros("ts_us").alias("ts"),
+            F.timestamp_micros("predicted_ts_us").alias("predicted_ts"),
+            "broker_id",
+            "run_id",
+            "connection_id",
+            "seq",
+            "principal",
+            "client_id",
+            "api_key",
+            "api_name",
+            "api_version",
+            "request_bytes",
+            "response_bytes",
+            limits["quota_type"],
+            "amount",
+            "request_amount",
+            F.col("throttle_time_ms").alias("observed_throttle_ms"),
+            "predicted_throttle_ms",
+            named("throttle_cause", CAUSE_NAMES).alias("observed_cause"),
+            named("predicted_cause", CAUSE_NAMES).alias("predicted_cause"),
+            "shift_ms",
+            F.col("quota_limit").alias("observed_limit"),
+            "proposed_limit",
+            "proposed_user",
+            "proposed_client_id",
+            F.when(F.col("limit_entity") != "", F.col("limit_entity")).alias("limit_entity"),
+        )
     )
 
 
