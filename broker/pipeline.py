@@ -21,6 +21,7 @@ kept.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import time
@@ -32,7 +33,7 @@ from broker.context import BrokerView, CloseConnection, ConnectionView, RequestC
 from broker.error_responses import error_response
 from broker.handlers import HANDLERS, HandlerSpec, api_versions
 from broker.security.sasl import IllegalSaslState
-from messages.registry import api_name
+from messages.registry import api_name, response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.headers import (
@@ -169,6 +170,10 @@ class RequestPipeline:
             decoded = self._decode(connection, frame, received_ns)
         except (MalformedRequest, CloseConnection) as exc:
             log.warning("closing %s: %s", connection.describe(), exc)
+            connection.close()
+            return None
+        except Exception:  # a bug, logged as one; the connection closes rather than stalls
+            log.exception("closing %s: decoding a request failed", connection.describe())
             connection.close()
             return None
         if decoded is None:
@@ -319,13 +324,22 @@ class RequestPipeline:
             for throttled in self._throttled:
                 throttled(connection, ctx.throttle_ms)
         if response is not None:
-            if ctx.throttle_ms:
+            if ctx.throttle_ms and _carries_throttle(ctx.api_key, ctx.api_version):
+                # APIs without the field (SaslHandshake, DescribeQuorum, ...) are throttled
+                # by the mute alone, as KafkaApis' sendResponseMaybeThrottle does.
                 response.throttle_time_ms = ctx.throttle_ms
                 ctx.encoded = None  # encoded before the throttle was known
             body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
-            ctx.response_bytes = self._send(
-                connection, response, ctx.api_key, ctx.api_version, ctx.correlation_id, body
-            )
+            try:
+                ctx.response_bytes = self._send(
+                    connection, response, ctx.api_key, ctx.api_version, ctx.correlation_id, body
+                )
+            except Exception as exc:  # a bug, logged as one: the connection closes rather than stalls
+                log.exception(
+                    "%s: the %s response failed to encode", connection.describe(), api_name(ctx.api_key)
+                )
+                self._close_unanswered(connection, ctx, exc)
+                return
             encode_ns = time.monotonic_ns() - done_ns
             done_ns += encode_ns
             throttling.record_encoding(ctx, encode_ns)
@@ -364,6 +378,13 @@ class RequestPipeline:
         chunks = encode_response(response, api_key, api_version, correlation_id, body)
         connection.send(chunks)
         return int.from_bytes(chunks[0][:4], "big")  # the size prefix encode_response framed
+
+
+@functools.cache
+def _carries_throttle(api_key: int, api_version: int) -> bool:
+    """Whether the response of (API, version) has a throttle_time_ms field."""
+    found = response_class(api_key).fields.get("throttle_time_ms")
+    return found is not None and bool(found.for_version_q(api_version))
 
 
 def _overrides(observer: Observer, name: str) -> bool:

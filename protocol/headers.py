@@ -63,17 +63,40 @@ def decode_body(api_key: int, api_version: int, body: memoryview) -> Any:
             return request
     cls = request_class(api_key)
     try:
-        request = cls.decode(body, version=api_version)
+        request, end = _body_decoder(api_key, api_version)(body, 0)
     except Exception as exc:
         raise MalformedRequest(f"undecodable {cls.name} v{api_version}: {exc!r}") from exc
+    if end > len(body):
+        # kafka-python slices a string or bytes field that claims more than is left
+        # without complaint; Kafka's readers run out of buffer.
+        raise MalformedRequest(f"undecodable {cls.name} v{api_version}: {end - len(body)} bytes short")
     _check_nulls(request, _null_plan(api_key, api_version), cls.name)
     return request
 
 
-# (field name, nullable, is array, checks for the elements/struct) for the fields that
-# need a look: kafka-python's decoder accepts a null length for any string or array,
-# where Kafka's generated readers refuse it and the connection is closed.
-NullPlan = list[tuple[str, bool, bool, "NullPlan"]]
+_BODY_DECODERS: dict[tuple[int, int], Any] = {}
+
+
+def _body_decoder(api_key: int, version: int) -> Any:
+    """kafka-python's compiled decoder of (API, version), which returns the end offset
+    as well (ApiMessage.decode drops it)."""
+    decoder = _BODY_DECODERS.get((api_key, version))
+    if decoder is None:
+        cls = request_class(api_key)
+        flexible = bool(cls.flexible_version_q(version))
+        decoder = _BODY_DECODERS[(api_key, version)] = cls._struct.compiled_decode_from(
+            version, compact=flexible, tagged=flexible, data_class=cls[None]
+        )
+    return decoder
+
+
+# (field name, nullable, kind, checks for the struct or its elements) for the fields that
+# need a look: kafka-python's decoder accepts a null length for any string, bytes or
+# array, and for the strings and bytes in an array, where Kafka's generated readers refuse
+# them ("non-nullable field ... was serialized as null") and the connection is closed.
+# kind: "struct", "structs" (an array of them), "values" (an array of strings or bytes,
+# whose elements are never nullable), "value" (a string, bytes or array itself).
+NullPlan = list[tuple[str, bool, str, "NullPlan"]]
 _NULL_PLANS: dict[tuple[int, int], NullPlan] = {}
 _NULLABLE_TYPES = ("string", "bytes", "records")
 
@@ -92,21 +115,27 @@ def _plan_struct(struct: Any, version: int) -> NullPlan:
             continue
         nullable = field.nullable_for_version_q(version)
         if field.is_struct() or field.is_struct_array():
-            plan.append((field.name, nullable, field.is_struct_array(), _plan_struct(field, version)))
+            kind = "structs" if field.is_struct_array() else "struct"
+            plan.append((field.name, nullable, kind, _plan_struct(field, version)))
+        elif field.is_array() and field.array_of.type_str in _NULLABLE_TYPES:
+            plan.append((field.name, nullable, "values", []))
         elif (field.is_array() or field.type_str in _NULLABLE_TYPES) and not nullable:
-            plan.append((field.name, False, False, []))
+            plan.append((field.name, False, "value", []))
     return plan
 
 
 def _check_nulls(value: Any, plan: NullPlan, where: str) -> None:
-    for name, nullable, is_array, inner in plan:
+    for name, nullable, kind, inner in plan:
         field_value = getattr(value, name)
         if field_value is None:
             if not nullable:
                 raise MalformedRequest(f"non-nullable field {where}.{name} was serialized as null")
             continue
-        if inner:
-            for item in field_value if is_array else (field_value,):
+        if kind == "values":
+            if None in field_value:
+                raise MalformedRequest(f"non-nullable field {where}.{name} element was serialized as null")
+        elif inner:
+            for item in field_value if kind == "structs" else (field_value,):
                 _check_nulls(item, inner, f"{where}.{name}")
 
 

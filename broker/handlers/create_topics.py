@@ -3,7 +3,13 @@ ReplicationControlManager.createTopics), including validate_only; manual replica
 assignments are placed exactly as asked, leader first.
 
 Each valid topic's partitions are charged to the controller mutation quota; from v6 a
-topic that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89)."""
+topic that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89).
+
+A request asking for more than 10,000 partitions in all (ReplicationControlManager's
+MAX_PARTITIONS_PER_BATCH, checked before anything else, validate_only included) is
+refused whole with POLICY_VIOLATION: placing 2^31-1 partitions stalled the broker. (The
+controller's bound of 10,000 metadata records per request, which a topic's record and
+its config records count towards as well, is not modelled beyond that.)"""
 
 from __future__ import annotations
 
@@ -22,6 +28,8 @@ from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = ApiKey.CREATE_TOPICS
 STRICT_SINCE_VERSION = 6
+MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.validateTotalNumberOfPartitions
+EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
 Result = CreateTopicsResponse.CreatableTopicResult
 ConfigResult = Result.CreatableTopicConfigs
 
@@ -53,7 +61,36 @@ def _config_results(configs: dict[str, str]) -> list[Any]:
     ]
 
 
+def _total_partitions(ctx: RequestContext, request: Any) -> int:
+    """The partitions the request asks for, counted as validateTotalNumberOfPartitions
+    counts them (the default for -1, nothing for other non-positive counts)."""
+    total = 0
+    for topic in request.topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += ctx.config.get_int("num.partitions")
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
+
+
+def _refused(ctx: RequestContext, request: Any, code: int, message: str) -> Any:
+    """CreateTopicsRequest.getErrorResponse: every topic named, with the error."""
+    return ctx.response(
+        throttle_time_ms=0,
+        topics=[
+            Result(
+                name=t.name, error_code=code, error_message=message, num_partitions=-1, replication_factor=-1
+            )
+            for t in request.topics
+        ],
+    )
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if _total_partitions(ctx, request) > MAX_PARTITIONS_PER_BATCH:
+        return _refused(ctx, request, ErrorCode.POLICY_VIOLATION, EXCESSIVE_PARTITIONS)
     quota = throttling.mutation_quota(ctx, strict=ctx.api_version >= STRICT_SINCE_VERSION)
     charge = throttling.charge_to(quota)
     counts = Counter(t.name for t in request.topics)

@@ -2,6 +2,9 @@
 
 A transactional id is the transaction coordinator's: it keeps its producer id and gets
 the next epoch, fencing the previous producer with that id (see broker/state/transactions.py).
+Without one, every request gets a new producer id at epoch 0, as in Kafka (the id and
+epoch it names are only checked to come together): bumping the named epoch instead
+overflowed the int16 epoch at 32767 and failed to encode the response.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
+NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -38,21 +42,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             producer_id=result.producer_id,
             producer_epoch=result.producer_epoch,
         )
-    if ctx.api_version >= 3 and request.producer_id >= 0:
-        # KIP-360: an idempotent producer bumps its epoch to recover after an error.
-        if request.producer_epoch < 0:
-            return ctx.response(
-                throttle_time_ms=0,
-                error_code=ErrorCode.INVALID_PRODUCER_EPOCH,
-                producer_id=-1,
-                producer_epoch=-1,
-            )
+    if ctx.api_version >= 3 and (request.producer_id == NO_PRODUCER_ID) != (
+        request.producer_epoch == NO_PRODUCER_EPOCH
+    ):
+        # KafkaApis: an id without an epoch (or the reverse) is refused before the coordinator.
         return ctx.response(
-            throttle_time_ms=0,
-            error_code=ErrorCode.NONE,
-            producer_id=request.producer_id,
-            producer_epoch=request.producer_epoch + 1,
+            throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1, producer_epoch=-1
         )
+    # TransactionCoordinator.handleInitProducerId without a transactional id "blindly
+    # accepts" the request: a new producer id at epoch 0, whatever id and epoch it names
+    # (an idempotent producer bumps its epoch itself, KIP-360; it asks here only for a new
+    # id, e.g. once its epoch is exhausted).
     return ctx.response(
         throttle_time_ms=0,
         error_code=ErrorCode.NONE,
