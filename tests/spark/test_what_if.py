@@ -524,6 +524,24 @@ def test_a_user_default_changes_exactly_the_clients_precedence_gives_it(spark: A
         assert f"src='{name}'" in page
 
 
+@pytest.mark.slow
+def test_what_if_of_no_requests_and_of_a_missing_path(
+    spark: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from spark import cli
+
+    (tmp_path / "metrics" / "broker=1").mkdir(parents=True)
+    proposal = tmp_path / "proposal.json"
+    proposal.write_text(json.dumps({"entity": {"user": None}, "set": {"producer_byte_rate": 1000}}))
+    argv = ["what-if", "--quotas", str(proposal), "--out", str(tmp_path / "out")]
+    assert cli.main([*argv, "--metrics", str(tmp_path / "metrics")]) == 0
+    assert "0 requests" in capsys.readouterr().err
+    assert spark.read.parquet(str(tmp_path / "out" / "requests")).count() == 0
+    assert "no entity" in (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert cli.main([*argv, "--metrics", str(tmp_path / "missing")]) == 2
+    assert "kafka-mock-report what-if:" in capsys.readouterr().err
+
+
 # -- Spark: predictions against the real thing ----------------------------------------------
 
 PREDICTED_TOTAL = 24 * MiB  # produced flat out: a 10 MiB first burst, then 14 s at 1 MiB/s
