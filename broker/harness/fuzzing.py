@@ -1097,6 +1097,49 @@ def mutate(
     )
 
 
+# -- SASL listeners before authentication ------------------------------------------------
+def raw_token(token: bytes) -> Frame:
+    """A bare SASL token (after a SaslHandshake v0): answered with a bare challenge or a
+    closed connection."""
+    return Frame(
+        struct.pack(">i", len(token)) + token, -1, -1, -1, expects_response=False, may_close=True, raw=True
+    )
+
+
+def sasl_exchange(src: Source, g: RequestGenerator, correlation: Iterable[int]) -> list[Frame]:
+    """What a client may send a SASL listener before it has authenticated: ApiVersions,
+    SaslHandshake v0/v1 (mechanisms enabled or not), SaslAuthenticate with odd tokens,
+    any other API out of turn, and mutations of these; bare tokens after a v0 handshake.
+    Kafka closes the connection on anything out of turn and after a failed login, so any
+    frame may close it; what is answered must be well-formed."""
+    ids = iter(correlation)
+    frames: list[Frame] = []
+    raw = False
+    for _ in range(src.integer(1, 5)):
+        if raw:
+            frames.append(raw_token(src.choice(g.byte_pools["sasl"]) if src.chance(80) else src.binary(64)))
+            continue
+        kind = src.integer(0, 9)
+        if kind <= 1:
+            api_key = ApiKey.API_VERSIONS
+        elif kind <= 4:
+            api_key = ApiKey.SASL_HANDSHAKE
+        elif kind <= 7:
+            api_key = ApiKey.SASL_AUTHENTICATE
+        else:
+            api_key = src.choice(sorted(g.advertised))
+        low, high = g.advertised[api_key]
+        frame = g.request(src, api_key, src.integer(low, high), next(ids))
+        if kind == 9 or src.chance(10):
+            frame = mutate(src, frame, g.advertised)
+        frame.may_close = True
+        frames.append(frame)
+        if frame.ends_stream:
+            break
+        raw = frame.api_key == ApiKey.SASL_HANDSHAKE and frame.version == 0
+    return frames
+
+
 # -- checking answers ----------------------------------------------------------------------
 def response_problem(frame: Frame, payload: bytes, advertised: Mapping[int, tuple[int, int]]) -> str | None:
     """Why `payload` (a response without its size) is not a well-formed answer to
@@ -1218,10 +1261,15 @@ class WireDriver:
             pass
         conn.sock.close()
 
-    def close(self) -> None:
+    def reset(self) -> None:
+        """Drops every connection: the next batch starts on new ones (a SASL exchange
+        starts unauthenticated)."""
         for conn in self.conns:
             if conn is not None:
                 self._drop(conn)
+
+    def close(self) -> None:
+        self.reset()
         self.selector.close()
 
     def run(self, batches: Sequence[Sequence[Frame]]) -> list[Finding]:
@@ -1260,13 +1308,14 @@ class WireDriver:
                     self._write(conn)
                 if events & selectors.EVENT_READ:
                     findings.extend(self._read(conn))
-                if conn.index in waiting and self._release(conn):
-                    pass
-                elif conn.index in waiting and self._done(conn):
+                mine = waiting.get(conn.index) is conn
+                if conn.closed:
+                    if mine:
+                        del waiting[conn.index]
+                    self._drop(conn)
+                elif mine and self._done(conn) and not self._release(conn):
                     del waiting[conn.index]
-                    if conn.closed:
-                        self._drop(conn)
-                elif not conn.closed:
+                else:
                     self._want(conn)
         return findings
 
@@ -1539,6 +1588,8 @@ __all__ = [
     "WireDriver",
     "batches_of",
     "mutate",
+    "raw_token",
+    "sasl_exchange",
     "record_pool",
     "response_problem",
 ]

@@ -59,7 +59,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:Do not use the .random. module i
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "10"))  # per (API key, version)
 PER_EXAMPLE = 8  # requests per example, pipelined over CONNECTIONS
-MUTATION_EXAMPLES = int(os.environ.get("FUZZ_MUTATION_EXAMPLES", "4"))  # per API key
+MUTATION_EXAMPLES = int(os.environ.get("FUZZ_MUTATION_EXAMPLES", "8"))  # per API key
 CONNECTIONS = 3
 PROTECTED = frozenset({"healthy", "healthy-group", "healthy-client", "ANONYMOUS", "alice"})
 HIGH_QUOTAS = {
