@@ -1120,6 +1120,7 @@ def sasl_exchange(src: Source, g: RequestGenerator, correlation: Iterable[int]) 
             frames.append(raw_token(src.choice(g.byte_pools["sasl"]) if src.chance(80) else src.binary(64)))
             continue
         kind = src.integer(0, 9)
+        api_key: int
         if kind <= 1:
             api_key = ApiKey.API_VERSIONS
         elif kind <= 4:
