@@ -53,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kafka-mock-report",
         description="Tables and plots of the broker's request metrics (PySpark).",
+        epilog="kafka-mock-report what-if --help: replay the requests under proposed quotas.",
     )
     parser.add_argument(
         "--metrics", required=True, metavar="PATH", help="metrics directory or any Spark-readable path"
