@@ -12,46 +12,60 @@ What runs (confluent-kafka/librdkafka clients, each on its own thread, unique cl
 - a transactional producer writing transactions of records with unique ids to
   `soak-txn`, committing most and aborting some (flushed first, so the aborted records
   are in the log);
+- an exactly-once transformer: reads `soak-idem` (KIP-848 group `soak-eos`,
+  read_committed) and writes one output per input to `soak-eos-out` in transactions that
+  commit the input offsets too (send_offsets_to_transaction); replaced in turn by a new
+  one with the same transactional id, which fences it;
 - a bulk producer (acks=1, 4 KiB values) to `soak-bulk`, the traffic that keeps retention
   deleting segments (nobody checks its records);
-- two consumer groups reading `soak-idem` and `soak-txn` with read_committed: one with the
-  classic protocol (librdkafka's eager range/roundrobin assignment), one with KIP-848's
-  (`group.protocol=consumer`), two members each; every `--churn` seconds one member of a
-  group leaves (committing first) and a new one joins. Offsets are committed
-  synchronously after each batch and when partitions are revoked;
+- two consumer groups reading `soak-idem`, `soak-txn` and `soak-eos-out` with
+  read_committed: one with the classic protocol (librdkafka's eager range/roundrobin
+  assignment), one with KIP-848's (`group.protocol=consumer`), two members each; every
+  `--churn` seconds one member of a group leaves (committing first) and a new one joins
+  (or the transformer is replaced). Offsets are committed synchronously after each batch
+  and when partitions are revoked;
 - an admin client creating, altering, extending and deleting scratch topics and
   describing topics, configs, groups, offsets and the cluster;
-- quota changes (client-id producer/consumer byte rates, request percentage, the default
-  client-id entity) alternately through the HTTP control plane and AlterClientQuotas
-  over the wire (kafka-python, as kafka-client-quotas sends it), each read back;
-- injected faults (HTTP control plane, /v1/faults and /v1/throttle), each aimed at one
-  client and spent after a few requests: retriable errors on Produce, Fetch, Heartbeat,
-  ConsumerGroupHeartbeat, OffsetCommit, FindCoordinator, EndTxn, AddPartitionsToTxn and
-  CreateTopics, latency on Fetch and Metadata, disconnects on Produce, Fetch,
-  OffsetCommit and Metadata, forced throttles; with --brokers > 1 also leader moves.
+- quota changes (client-id producer/consumer byte rates, request percentage, controller
+  mutation rate, the default client-id entity) alternately through the HTTP control
+  plane and AlterClientQuotas over the wire (kafka-python, as kafka-client-quotas sends
+  it), each read back;
+- injected faults (HTTP control plane, /v1/faults and /v1/throttle), one every
+  --fault-interval, aimed at one client and spent after a few requests: retriable errors
+  on Produce, Fetch, Heartbeat, ConsumerGroupHeartbeat, OffsetCommit, FindCoordinator,
+  AddPartitionsToTxn, AddOffsetsToTxn, TxnOffsetCommit, EndTxn and CreateTopics, latency
+  on Fetch and Metadata, disconnects on Produce, Fetch, OffsetCommit, EndTxn and
+  Metadata, forced throttles; with --brokers > 1 also leader moves and broker bounces
+  (a broker stopped for 5 s every --bounce seconds);
+- an ApiVersions canary on its own connection every 0.5 s: a broker that answers
+  nothing for 5 s is a stall, and its thread stacks are dumped (faulthandler, SIGUSR1).
 
 The broker runs with log.retention.bytes (--retention-bytes per partition) on every
-topic, the checked ones included: retention is sized so that consumers keep up (the
-checked topics' retained bytes hold tens of seconds of their traffic) and the soak
-asserts that they do. A record deleted by retention before a group read it is reported
-as "lost to retention", apart from records missing from the log.
+topic, the checked ones included: retention is sized so that consumers keep up (each
+checked partition keeps thousands of offsets, tens of seconds of its traffic) and the
+soak asserts that they do. A record deleted by retention before a group read it is
+reported as "lost to retention", apart from records missing from the log.
 
 What it checks (any violation: exit status 1):
 
 - per group, every acknowledged record (an idempotent producer's delivery report, a
-  committed transaction's records) is consumed, none twice: the same id at two offsets
-  is a duplicate in the log, and a record delivered again below the offset the group had
-  already committed is a duplicate delivery. A record delivered again at or above the
-  committed offset is the at-least-once redelivery Kafka allows after a refused commit
-  or a member's exit; it is counted, not failed;
+  committed transaction's records, one transformer output per acknowledged input) is
+  consumed, none twice: the same id at two offsets is a duplicate in the log, and a
+  record delivered again below the offset the group had already committed is a
+  duplicate delivery. A record delivered again at or above the committed offset is the
+  at-least-once redelivery Kafka allows after a refused commit or a member's exit; it is
+  counted, not failed;
 - read_committed consumers see no record of an aborted transaction, and no record that
   was never produced;
 - no client error (error callbacks, delivery reports, failed calls, librdkafka log lines
   at warning or worse) beyond those the soak caused: each error must match an injected
-  fault (by error code, or a disconnect for transport errors) or a member's churn (the
-  rebalance errors of commits), aimed at that client, within GRACE_S of it;
-- quota values read back as set;
-- the broker logs no error or traceback, stays up, and exits 0 on SIGTERM;
+  fault (by error code, or a disconnect for transport errors), a churn (the rebalance
+  errors of commits, the fenced transformer) or a bounce, aimed at that client, within
+  GRACE_S of it;
+- at the end the broker holds what clients were told: each group's committed offsets
+  (OffsetFetch) are the last commits acknowledged, the groups are empty, no transaction
+  is left open, no deleted scratch topic is back; quota values read back as set;
+- the broker logs no error or traceback, never stalls, stays up and exits 0 on SIGTERM;
 - broker RSS (/proc/<pid>/status VmRSS) is flat: with windows of W = min(60 s, duration/4),
   the median of the last W is within +10 % of the reference window's, the W after
   retention has begun deleting from every soak partition (as scripts/bench_memory.py).
@@ -75,6 +89,7 @@ import statistics
 import sys
 import threading
 import time
+import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -133,6 +148,7 @@ MAX_SCRATCH = 4  # scratch topics alive at once
 TXN_TIMEOUT_S = 30.0
 CANARY_S = 0.5  # between the canary's ApiVersions requests
 STALL_S = 5.0  # an ApiVersions unanswered this long: the broker stalled
+WORKER_STALL_S = 30.0  # a producer or the transformer without progress this long: stalled
 DEBUG_LINES = 20000  # librdkafka debug lines kept per --debug client
 
 # librdkafka's own codes (negative) and Kafka's (positive) that the soak can cause.
@@ -1002,8 +1018,10 @@ class AdminWorker(Worker):
             self.soak.journal.error(self.name, "admin", [err.code()], f"{action.__name__}: {err.str()}")
         except concurrent.futures.TimeoutError:
             self.soak.journal.error(self.name, "admin", [], f"{action.__name__}: no answer in 30 s")
-        except kafka.errors.KafkaError as exc:  # kafka-python's (group_offsets with bounces)
+        except kafka.errors.KafkaError as exc:  # kafka-python's (group calls with bounces)
             code = getattr(exc, "errno", None)
+            if isinstance(exc, (kafka.errors.KafkaConnectionError, kafka.errors.NodeNotReadyError)):
+                code = KafkaError._TRANSPORT  # a connection to a stopped broker
             self.soak.journal.error(self.name, "admin", [code], f"{action.__name__}: {exc!r}")
 
     def _wait(self, futures: dict[Any, Any]) -> None:
@@ -1066,23 +1084,43 @@ class AdminWorker(Worker):
         ]
         self._wait(self.admin.describe_configs(resources))
 
+    @property
+    def bounced(self) -> bool:
+        """Broker bounces move coordinators: librdkafka's admin client then crashes the
+        process in its coordinator requests. ListConsumerGroupOffsets on the
+        NOT_COORDINATOR a moved coordinator answers segfaults (rd_kafka_cgrp_op on the
+        admin client's missing group handle, librdkafka #5040), and a coordinator lookup
+        during a bounce fails the assertion `eonce->refcnt > 0` in
+        rd_kafka_admin_coord_response_parse. With bounces the coordinator-bound admin
+        calls go through kafka-python instead (DescribeGroups of the classic group: it
+        has no ConsumerGroupDescribe)."""
+        return self.soak.args.brokers > 1 and self.soak.args.bounce > 0
+
+    def kafka_python(self) -> Any:
+        if self.offsets_client is None:
+            from kafka import KafkaAdminClient
+
+            self.offsets_client = KafkaAdminClient(bootstrap_servers=self.soak.bootstrap, client_id=self.name)
+        return self.offsets_client
+
     def describe_groups(self) -> None:
+        if self.bounced:
+            client = self.kafka_python()
+            client.list_groups()
+            classic = [g for g, protocol in GROUPS.items() if protocol == "classic"]
+            for group, found in client.describe_groups(classic).items():
+                if found.get("error"):
+                    raise KafkaException(
+                        KafkaError(KafkaError.UNKNOWN, f"describe_groups {group}: {found['error']}")
+                    )
+            return
         self.admin.list_consumer_groups().result(timeout=30)
         self._wait(self.admin.describe_consumer_groups(list(GROUPS)))
 
     def group_offsets(self) -> None:
         group = self.rng.choice([*GROUPS, EOS_GROUP])
-        if self.soak.args.brokers > 1 and self.soak.args.bounce:
-            # A bounce moves coordinators, and librdkafka's ListConsumerGroupOffsets crashes
-            # the process on the NOT_COORDINATOR a moved one answers (rd_kafka_cgrp_op on
-            # an admin client's missing group handle; librdkafka #5040): kafka-python then.
-            if self.offsets_client is None:
-                from kafka import KafkaAdminClient
-
-                self.offsets_client = KafkaAdminClient(
-                    bootstrap_servers=self.soak.bootstrap, client_id=self.name
-                )
-            self.offsets_client.list_group_offsets(group)
+        if self.bounced:
+            self.kafka_python().list_group_offsets(group)
             return
         self._wait(self.admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)]))
 
@@ -1356,13 +1394,34 @@ class FaultWorker(Worker):
         self.injected["leader move"] += 1
 
     def bounce(self) -> None:
-        """A broker other than the canary's (0) stops for BOUNCE_S: its connections drop,
-        its partitions and coordinators fail over, then it starts again."""
-        node = self.rng.randrange(1, self.soak.args.brokers)
+        """A broker stops for BOUNCE_S: its connections drop, its partitions and
+        coordinators fail over, then it starts again. Not the canary's (0), and not the
+        transformer's group or transaction coordinator: librdkafka 2.16's
+        send_offsets_to_transaction hangs for good, its timeout notwithstanding, once the
+        group coordinator it cached is decommissioned (librdkafka #5511, open)."""
+        spared = {0, *self.transformer_coordinators()}
+        candidates = [n for n in range(self.soak.args.brokers) if n not in spared]
+        if not candidates:
+            return
+        node = self.rng.choice(candidates)
         self.soak.http("POST", f"/v1/brokers/{node}/stop")
         event = self.soak.journal.event("broker bounce", f"broker {node} down {BOUNCE_S:g} s", None, FAILOVER)
         self.down = (node, self.soak.clock.now() + BOUNCE_S, event)
         self.injected["broker bounce"] += 1
+
+    def transformer_coordinators(self) -> set[int]:
+        """FindCoordinator (v4) for the transformer's group and transactional id."""
+        from kafka.protocol.metadata import FindCoordinatorRequest
+
+        from broker.harness.wire import round_trip
+
+        found = set()
+        with socket.create_connection(self.soak.broker.address(), timeout=10) as sock:
+            for key_type in (0, 1):  # group, transaction
+                request = FindCoordinatorRequest[4](key_type=key_type, coordinator_keys=[EOS_GROUP])
+                response = round_trip(sock, request, key_type + 1, self.name)
+                found |= {c.node_id for c in response.coordinators if c.error_code == 0}
+        return found
 
     def restart(self, force: bool = False) -> None:
         if self.down is not None and (force or self.soak.clock.now() >= self.down[1]):
@@ -1412,6 +1471,7 @@ class Sampler(Worker):
         super().__init__(soak, "soak-sampler")
         self.rss: list[tuple[float, int]] = []
         self.cpu: list[tuple[float, float]] = []  # (seconds, broker CPU seconds so far)
+        self.stalls: dict[str, tuple[float, float]] = {}  # producer -> (since, longest time without progress)
         self.ramp_done: float | None = None  # when every retained partition had lost its first batch
         self.watermarks = Consumer(
             {**client_settings(soak, self.name), "group.id": "soak-sampler", "enable.auto.commit": False}
@@ -1427,6 +1487,11 @@ class Sampler(Worker):
             if self.ramp_done is None and all(low > 0 for low, _high in self.offsets().values()):
                 self.ramp_done = now
             lags = self.soak.ledger.sample_lag()
+            soak = self.soak
+            for worker in (soak.idem, soak.txn, soak.bulk, soak.transformer):
+                gap = now - worker.last_progress
+                if gap > self.stalls.get(worker.name, (0.0, 0.0))[1]:
+                    self.stalls[worker.name] = (worker.last_progress, gap)
             self.advanced()
             if self.soak.args.verbose or now - self.last_print >= 30:
                 self.last_print = now
@@ -1439,7 +1504,7 @@ class Sampler(Worker):
             for partition in range(PARTITIONS[topic]):
                 try:
                     found[(topic, partition)] = self.watermarks.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=10
+                        TopicPartition(topic, partition), timeout=2
                     )
                 except KafkaException as exc:
                     self.soak.journal.kafka_error(self.name, "admin", exc.args[0])
@@ -1876,6 +1941,10 @@ class Soak:
         print(
             f"  faults injected: {sum(self.faults.injected.values())} {dict(sorted(self.faults.injected.items()))}"
         )
+        print(
+            "  longest time without progress: "
+            + ", ".join(f"{name} {gap:.1f} s" for name, (_since, gap) in sorted(self.sampler.stalls.items()))
+        )
         churns = sum(1 for e in journal.events if e.kind == "churn")
         print(f"  member churns: {churns}; throttle callbacks: {dict(journal.throttled)}")
 
@@ -1946,6 +2015,10 @@ class Soak:
             print(f"  broker stacks at the stalls ({self.canary.dumps} dumps):")
             for line in stacks[:150]:
                 print(f"    {line}")
+        for name, (since, gap) in sorted(self.sampler.stalls.items()):
+            if gap > WORKER_STALL_S:
+                violations.append(f"{name} made no progress for {gap:.0f} s from {since:.0f} s")
+                self.print_stack(name)
         for started, took in self.canary.stalls:
             violations.append(f"the broker answered nothing for {took:.1f} s from {started:.1f} s")
         print(
@@ -1977,6 +2050,15 @@ class Soak:
         print("soak: passed")
         return 0
 
+    def print_stack(self, name: str) -> None:
+        """Where a stalled worker's thread is now (the client call it is blocked in)."""
+        for thread in threading.enumerate():
+            frame = sys._current_frames().get(thread.ident or -1)
+            if thread.name == name and frame is not None:
+                print(f"  {name} is at:")
+                for line in traceback.format_stack(frame)[-4:]:
+                    print("    " + line.rstrip().replace("\n", "\n    "))
+
     def rss_report(self) -> list[str]:
         samples = [(t, r) for t, r in self.sampler.rss if t <= self.end]
         ramp = self.sampler.ramp_done
@@ -1994,13 +2076,17 @@ def rss_verdict(
     samples: list[tuple[float, int]], end: float, ramp: float | None
 ) -> tuple[list[str], list[str]]:
     """RSS flat under retention, as scripts/bench_memory.py judges it: with W = min(60 s,
-    duration/4), the median of the last W against the reference, the W from when
-    retention deletes everywhere (`ramp`, at least W in). Returns (lines, violations)."""
+    duration/4), shortened (to no less than W/2) to fit twice after the ramp, the median
+    of the last W against the reference, the W from when retention deletes everywhere
+    (`ramp`, at least W in). Returns (lines, violations)."""
     if ramp is None:
         return [], [
             "retention never began deleting on every partition: raise --minutes or lower --retention-bytes"
         ]
-    window = min(WINDOW_S, end / 4)
+    usual = min(WINDOW_S, end / 4)
+    window = min(usual, (end - ramp) / 2)  # both windows after the ramp
+    if window < usual / 2:
+        return [], [f"retention began too late ({ramp:.0f} s) for a reference window before the last"]
     start = max(window, ramp)
     first = [r for t, r in samples if t < window]
     reference = [r for t, r in samples if start <= t < start + window]

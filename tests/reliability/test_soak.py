@@ -194,4 +194,6 @@ def test_rss_is_flat_against_the_window_after_retention_began() -> None:
     growing = [(t, r + int(t * 0.2 * 2**20)) for t, r in flat]  # 0.2 MiB/s: +11 % from 30-60 s to the end
     assert soak.rss_verdict(growing, 120.0, ramp=20.0)[1] == ["broker RSS grew +11.0 % under retention"]
     assert soak.rss_verdict(flat, 120.0, ramp=None)[1]  # retention never deleted: no verdict
-    assert soak.rss_verdict(flat, 120.0, ramp=70.0)[1]  # too late for a reference window
+    lines, violations = soak.rss_verdict(flat, 120.0, ramp=70.0)  # windows of 25 s: 70-95 s, 95-120 s
+    assert not violations and "reference (70-95 s)" in lines[0]
+    assert soak.rss_verdict(flat, 120.0, ramp=95.0)[1]  # too late for a reference window
