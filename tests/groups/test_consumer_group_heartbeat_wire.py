@@ -428,12 +428,15 @@ def test_without_the_consumer_protocol_the_apis_are_neither_advertised_nor_serve
 
 
 def test_a_null_topic_name_is_refused_and_leaves_no_group(cluster: MockCluster, wire: Wire) -> None:
-    response = wire.join("a", topics=["t", None])  # type: ignore[list-item]
-    assert (response.error_code, response.error_message) == (
-        ErrorCode.INVALID_REQUEST,
-        "SubscribedTopicNames can't contain null.",
-    )
-    assert wire.join("b", subscribed_topic_regex="t(").error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    # SubscribedTopicNames' elements are non-nullable strings: Kafka's generated reader
+    # fails to parse the request and the connection is closed unanswered.
+    with pytest.raises(ConnectionError):
+        wire.join("a", topics=["t", None])  # type: ignore[list-item]
+    fresh = Wire(cluster)
+    try:
+        assert fresh.join("b", subscribed_topic_regex="t(").error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    finally:
+        fresh.sock.close()
     assert cluster.groups.consumer.groups == {}  # failed first joins create nothing
 
 
