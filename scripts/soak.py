@@ -1023,6 +1023,11 @@ class AdminWorker(Worker):
             if isinstance(exc, (kafka.errors.KafkaConnectionError, kafka.errors.NodeNotReadyError)):
                 code = KafkaError._TRANSPORT  # a connection to a stopped broker
             self.soak.journal.error(self.name, "admin", [code], f"{action.__name__}: {exc!r}")
+            if self.offsets_client is not None:
+                # kafka-python 3.0.12's admin client caches a group's coordinator for good,
+                # NOT_COORDINATOR or not: a new client looks it up again.
+                self.offsets_client.close()
+                self.offsets_client = None
 
     def _wait(self, futures: dict[Any, Any]) -> None:
         for future in futures.values():
