@@ -1605,7 +1605,6 @@ class Soak:
         self.broker: BrokerProcess
         self.bootstrap = ""
         self.admin_url = ""
-        self.rng = random.Random(args.seed)
         self.debug_logs: dict[str, ClientLogHandler] = {}
 
     # -- the control plane
