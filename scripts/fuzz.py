@@ -24,14 +24,18 @@ Engines:
   versions, bad size prefixes) at the end of each connection's batch; one batch in ten is
   pre-authentication exchanges on the SASL listener.
 
-Findings (a broker ERROR log record, a malformed or missing answer, a stall) are printed
-and written to --findings (one file each, with the frames' bytes in hex); the run goes
-on. Progress lines give inputs, inputs/s and the process's RSS (the broker runs in this
+Findings (a broker ERROR log record, a malformed or missing answer, a stall, a healthy
+client not served) are printed and written to --findings (one file each, with the
+frames' bytes in hex); the run goes on. Frames the generator did not write (libFuzzer's,
+mutated ones) are decoded first and not sent when they name what the healthy clients use
+or would change a live broker's config: libFuzzer learns names such as "healthy" and
+"ANONYMOUS" from the comparisons it observes, and a quota or a topic deletion it sent
+would break those clients legitimately; they are counted as "not sent (protected)". Progress lines give inputs, inputs/s and the process's RSS (the broker runs in this
 process: RSS is the broker's plus the fuzzer's, which is small and constant, and with
 atheris libFuzzer's in-memory corpus). The state fuzz inputs legitimately create
 (topics, ACLs, quotas, SCRAM users, groups, the conformance report's clients) is deleted
-after a warm-up and at the end, before the RSS that is compared is taken, so "memory
-flat" compares like with like. Exit status 1 when anything was found.
+after a warm-up, every --settle-every inputs and at the end, before the RSS that is
+compared is taken, so "memory flat" compares like with like. Exit status 1 when anything was found.
 """
 
 from __future__ import annotations
@@ -79,7 +83,12 @@ USERS = {"alice": "alice-secret"}
 PROTECTED = frozenset(
     {"healthy", "healthy-group", "healthy-sasl", "healthy-sasl-group", "healthy-client", "ANONYMOUS", "alice"}
 )
-KEEP_TOPICS = {"healthy", "healthy-sasl", "fz-a", "fz-b", "fz-compact"}
+KEEP_TOPICS = {"healthy", "healthy-sasl"}
+FUZZ_TOPICS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("fz-a", {}),
+    ("fz-b", {}),
+    ("fz-compact", {"cleanup.policy": "compact"}),
+)
 HIGH_QUOTAS = {
     "producer_byte_rate": 1e15,
     "consumer_byte_rate": 1e15,
@@ -140,12 +149,17 @@ class Fuzzer:
         cluster.quotas.alter({"ip": "127.0.0.1"}, set={"connection_creation_rate": 1e9})
         self.healthy_ids = {name: cluster.create_topic(name).topic_id for name in ("healthy", "healthy-sasl")}
         self.pools = fz.Pools(protected=PROTECTED, cluster_id=cluster.config.get_str("cluster.id"))
-        for name, config in (("fz-a", {}), ("fz-b", {}), ("fz-compact", {"cleanup.policy": "compact"})):
-            self.pools.topic_ids.append(cluster.create_topic(name, partitions=2, config=config).topic_id)
+        self.create_fuzz_topics()
         self.advertised = cluster.brokers[0].pipeline.advertised_apis
-        self.generator = fz.RequestGenerator(self.advertised, self.pools)
-        self.plain = fz.WireDriver(self._address("PLAINTEXT"), self.advertised, connections=3, timeout=10)
-        self.sasl = fz.WireDriver(self._address("SASL_PLAINTEXT"), self.advertised, connections=3, timeout=10)
+        self.generator = fz.RequestGenerator(self.advertised, self.pools)  # reads pools.topic_ids
+        self.generator.protected_ids = set(self.healthy_ids.values())
+        self.filtered = 0  # frames not sent: they named what the healthy clients use
+        self.plain = fz.WireDriver(
+            self._address("PLAINTEXT"), self.advertised, connections=3, timeout=args.timeout
+        )
+        self.sasl = fz.WireDriver(
+            self._address("SASL_PLAINTEXT"), self.advertised, connections=3, timeout=args.timeout
+        )
         self.healthy = [
             fz.HealthyClient(
                 cluster.bootstrap_for("PLAINTEXT"),
@@ -176,6 +190,7 @@ class Fuzzer:
         self.last_inputs = 0
         self.rss_setup = rss_mb()
         self.rss_start: float | None = None
+        self.last_settle = 0
         print(
             f"fuzzing {len(self.generator.pairs())} (API key, version) pairs of {len(self.advertised)} APIs; "
             f"RSS after setup {self.rss_setup:.1f} MB",
@@ -193,12 +208,16 @@ class Fuzzer:
         logged = self.errors.take()
         if found or logged:
             self.record(found, logged, batches)
-        if self.inputs == self.args.warmup or (self.rss_start is None and self.inputs > self.args.warmup):
+        if self.rss_start is None and self.inputs >= self.args.warmup:
             self.rss_start = self.settle()
+            self.last_settle = self.inputs
             print(
                 f"RSS at start (after {self.inputs} inputs, fuzz state deleted): {self.rss_start:.1f} MB",
                 flush=True,
             )
+        elif self.args.settle_every and self.inputs - self.last_settle >= self.args.settle_every:
+            self.last_settle = self.inputs
+            print(f"RSS after {self.inputs} inputs, fuzz state deleted: {self.settle():.1f} MB", flush=True)
         if self.inputs - self.last_inputs >= self.args.report_every:
             self.report()
 
@@ -218,7 +237,8 @@ class Fuzzer:
         overall = self.inputs / max(now - self.started, 1e-9)
         print(
             f"{self.inputs:>9} inputs  {rate:8.0f}/s (overall {overall:.0f}/s)  findings {self.findings}  "
-            f"RSS {rss_mb():.1f} MB  healthy records {sum(len(h.futures) for h in self.healthy)}",
+            f"RSS {rss_mb():.1f} MB  healthy records sent {sum(h.sent for h in self.healthy)}"
+            f"  not sent (protected) {self.filtered}",
             flush=True,
         )
         self.last_report, self.last_inputs = now, self.inputs
@@ -227,6 +247,13 @@ class Fuzzer:
         return self.args.max_seconds is not None and time.monotonic() - self.started > self.args.max_seconds
 
     # -- the fuzz state -------------------------------------------------------------------
+    def create_fuzz_topics(self) -> None:
+        """The fuzzer's own topics (two plain, one compacted), two partitions each."""
+        self.pools.topic_ids[:] = [
+            self.cluster.create_topic(name, partitions=2, config=config).topic_id
+            for name, config in FUZZ_TOPICS
+        ]
+
     def settle(self) -> float:
         """Deletes the state fuzz inputs created (legitimately: Kafka would keep it too),
         then the RSS in MB once freed memory is returned."""
@@ -245,6 +272,8 @@ class Fuzzer:
             cluster.conformance.clients.clear()  # one per client id (harness, not broker)
 
         cluster.on_loop(on_loop)
+        self.create_fuzz_topics()  # afresh: a fuzz input may have grown them by thousands of partitions
+        self.generator.refresh()
         cluster.acls.remove()
         protected = {("ANONYMOUS", None), ("ANONYMOUS",), ("alice", None), ("alice",), ("127.0.0.1",)}
         for entity, values in cluster.quotas.describe().items():
@@ -258,6 +287,20 @@ class Fuzzer:
         trim_memory()
         return rss_mb()
 
+    def diagnosis(self, topic: str) -> str:
+        """What a healthy client's trouble may come from: its topic, its quotas, the
+        dynamic broker configs."""
+        cluster = self.cluster
+
+        def read() -> str:
+            found = cluster.state.topics.get(topic)
+            partitions = [(p.leader, p.log.log_end_offset) for p in found.partitions] if found else None
+            configs = {"default": dict(cluster.configs.cluster_default), **cluster.configs.per_broker}
+            return f"topic {topic}: (leader, end offset) {partitions}; dynamic broker configs {configs}"
+
+        quotas = {str(e): v for e, v in cluster.quotas.describe().items()}
+        return f"{cluster.on_loop(read)}; quotas {quotas}"
+
     # -- the end -----------------------------------------------------------------------------
     def finish(self) -> int:
         self.report()
@@ -265,7 +308,10 @@ class Fuzzer:
         problems: list[str] = []
         for client in self.healthy:
             report = client.stop()
-            problems += [f"healthy client on {client.topic}: {p}" for p in report.problems()]
+            found = [f"healthy client on {client.topic}: {p}" for p in report.problems()]
+            if found:
+                found.append(self.diagnosis(client.topic))
+            problems += found
             print(
                 f"healthy client on {client.topic}: {report.sent} records sent, {len(report.acknowledged)} "
                 f"acknowledged, {len(report.received)} consumed ({report.duplicates} again)",
@@ -286,7 +332,7 @@ class Fuzzer:
         start = self.rss_start if self.rss_start is not None else self.rss_setup
         print(
             f"done: {self.inputs} inputs in {elapsed:.0f} s ({self.inputs / max(elapsed, 1e-9):.0f} inputs/s), "
-            f"{self.findings} findings; RSS at start {start:.1f} MB, at end {rss_end:.1f} MB "
+            f"{self.findings} findings, {self.filtered} not sent (protected); RSS at start {start:.1f} MB, at end {rss_end:.1f} MB "
             f"({(rss_end / start - 1) * 100:+.1f} %), fuzz state deleted before each",
             flush=True,
         )
@@ -322,6 +368,9 @@ def run_mutate(fuzzer: Fuzzer) -> int:
                     frame = fz.mutate(src, frame, g.advertised)
                     if frame.ends_stream:
                         break
+                if g.touches_protected(frame):
+                    fuzzer.filtered += 1
+                    continue
                 frames.append(frame)
                 if frame.ends_stream:
                     break
@@ -399,15 +448,23 @@ def one_input(fuzzer: Fuzzer) -> Callable[[bytes], None]:
                 frames = fz.sasl_exchange(
                     ProviderSource(atheris.FuzzedDataProvider(rest)), g, fuzzer.correlation
                 )
-            fuzzer.send(fuzzer.sasl, [frames])
+            send(fuzzer.sasl, frames)
         elif mode & 1:  # structure-aware: the generator reads its decisions from the bytes
             src = ProviderSource(atheris.FuzzedDataProvider(rest))
             frame = g.request(src, *src.choice(pairs), next(fuzzer.correlation))
             if mode & 4:
                 frame = fz.mutate(src, frame, g.advertised)
-            fuzzer.send(fuzzer.plain, [[frame]])
+            send(fuzzer.plain, [frame])
         else:  # raw frame bytes, mutated by libFuzzer from the corpus
-            fuzzer.send(fuzzer.plain, [[raw_frame(rest)]])
+            send(fuzzer.plain, [raw_frame(rest)])
+
+    def send(driver: WireDriver, frames: list[Frame]) -> None:
+        """Sends the frames unless one names what the healthy clients use: libFuzzer
+        learns names from the comparisons it sees, "healthy" and "ANONYMOUS" included."""
+        if any(g.touches_protected(frame) for frame in frames):
+            fuzzer.filtered += 1
+        else:
+            fuzzer.send(driver, [frames])
 
     return test_one_input
 
@@ -443,6 +500,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engine", choices=("auto", "atheris", "mutate"), default="auto")
     parser.add_argument("--warmup", type=int, default=20_000, help="inputs before the start RSS is taken")
     parser.add_argument("--report-every", type=int, default=50_000)
+    parser.add_argument(
+        "--settle-every", type=int, default=200_000, help="delete the fuzz state and print the RSS this often"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="seconds an answer may take (else a finding)"
+    )
     parser.add_argument("--max-seconds", type=float, default=None, help="stop early after this long")
     parser.add_argument(
         "--findings", default="fuzz-findings", help="directory for findings (created on the first)"

@@ -50,6 +50,7 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from messages.registry import request_class, response_class
 from protocol.api_keys import ApiKey
+from protocol.headers import decode_header, is_flexible
 
 T = TypeVar("T")
 
@@ -141,7 +142,7 @@ _INT_POOLS: dict[str, list[int]] = {
     "v3_and_below_producer_epoch": [-1, 0, 1, 2**15 - 1],
     "num_partitions": [-1, 1, 2, 3, 0, -2, 10_001, 2**31 - 1],
     "replication_factor": [-1, 1, 0, 2, 2**15 - 1, -(2**15)],
-    "count": [2, 3, 1, 0, -1, 10_001, 2**31 - 1],
+    "count": [2, 3, 1, 0, -1, 20_000, 2**31 - 1],  # 20,000: past the 10,000 records a request may add
     "isolation_level": [0, 1, 2, -1, 127],
     "min_bytes": [0, 1, -1, 2**31 - 1],
     "max_bytes": [1 << 20, 0, 1, -1, 2**31 - 1, -(2**31)],
@@ -920,6 +921,7 @@ class RequestGenerator:
             k: _bytes_pool(k) for k in ("sasl", "metrics", "member_metadata", "assignment", "random")
         }
         self._plans: dict[tuple[int, int], _Struct] = {}
+        self.protected_ids: set[uuid.UUID] = set()  # ids of the topics the healthy clients use
         self._strings: dict[str, list[Any]] = {}
         self.refresh()
 
@@ -960,6 +962,34 @@ class RequestGenerator:
         if rule is not None:
             rule(value, version, self)
         return value
+
+    def touches_protected(self, frame: Frame) -> bool:
+        """Whether `frame`, decoded as the broker would decode it, names what the
+        healthy clients use (a protected name, or the id of a protected topic in
+        `protected_ids`) or would change a live broker's config or registration: the
+        safety rules, for frames the generator did not write (a coverage-guided fuzzer
+        learns names from the comparisons it observes). Undecodable frames touch nothing."""
+        body = memoryview(frame.data)[4:]
+        try:
+            api_key, version, _ = struct.unpack_from(">hhi", body)
+            low, high = self.advertised.get(api_key, (0, -1))
+            if not low <= version <= high:
+                return False
+            _, offset = decode_header(body, is_flexible(api_key, version))
+            request = request_class(api_key).decode(body[offset:], version=version)
+        except Exception:  # noqa: BLE001  (the broker cannot decode it either)
+            return False
+        strings: set[str] = set()
+        ids: set[uuid.UUID] = set()
+        _collect(request, strings, ids)
+        if strings & self.pools.protected or ids & self.protected_ids:
+            return True
+        live = {"", *(str(b) for b in self.pools.live_brokers)}
+        if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS) and not request.validate_only:
+            return any(r.resource_type in (4, 8) and r.resource_name in live for r in request.resources or ())
+        if api_key == ApiKey.UNREGISTER_BROKER:
+            return request.broker_id in self.pools.live_brokers
+        return False
 
     def request(
         self,
@@ -1005,6 +1035,20 @@ class RequestGenerator:
             frame.expects_response = False  # never answered; a failure closes the connection
             frame.may_close = True
         return frame
+
+
+def _collect(value: Any, strings: set[str], ids: set[uuid.UUID]) -> None:
+    """Every string and UUID in a decoded message, however deep."""
+    if isinstance(value, str):
+        strings.add(value)
+    elif isinstance(value, uuid.UUID):
+        ids.add(value)
+    elif isinstance(value, list):
+        for item in value:
+            _collect(item, strings, ids)
+    elif hasattr(value, "_struct"):
+        for name in value._struct.fields:
+            _collect(getattr(value, name, None), strings, ids)
 
 
 # -- mutations -----------------------------------------------------------------------------
@@ -1233,10 +1277,14 @@ class WireDriver:
         connections: int = 3,
         timeout: float = 30.0,
         on_connect: Callable[[socket.socket], None] | None = None,
+        wait_timeout: float = 3.0,
     ) -> None:
         self.address = address
         self.advertised = advertised
         self.timeout = timeout
+        # A connection held by a frame that may legitimately wait (a long poll, a group
+        # join, an unfinished frame) is given up after this long, without a finding.
+        self.wait_timeout = min(wait_timeout, timeout)
         self.on_connect = on_connect
         self.selector = selectors.DefaultSelector()
         self.conns: list[_Conn | None] = [None] * connections
@@ -1292,17 +1340,26 @@ class WireDriver:
                 conn.out += frame.data
                 conn.pending.append(frame)
             active.append(conn)
-        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
+        deadline = started + self.timeout
+        waited = False
         waiting = {c.index: c for c in active}
         for conn in active:
             self._release(conn)
             self._want(conn)
         while waiting:
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 for conn in waiting.values():
                     findings.extend(self._timed_out(conn))
                 break
+            if not waited and now - started > self.wait_timeout:
+                waited = True
+                for index, conn in list(waiting.items()):
+                    if self._held(conn):
+                        del waiting[index]
+                        self._drop(conn)
             for key, events in self.selector.select(min(remaining, 1.0)):
                 conn = key.data
                 if events & selectors.EVENT_WRITE:
@@ -1416,6 +1473,16 @@ class WireDriver:
                 return [Finding("connection closed instead of an answer", frame, conn.index)]
         return []
 
+    @staticmethod
+    def _held(conn: _Conn) -> bool:
+        """Whether the first frame holding the connection up may legitimately wait."""
+        for frame in conn.pending:
+            if frame.may_wait:
+                return True
+            if frame.expects_response or frame.ends_stream:
+                return False
+        return False
+
     def _timed_out(self, conn: _Conn) -> list[Finding]:
         for frame in conn.pending:
             if frame.may_wait:
@@ -1463,6 +1530,8 @@ class HealthyReport:
     acknowledged: list[int]
     failed: list[str]
     received: list[int]
+    foreign: list[bytes] = field(default_factory=list)  # records its producer did not send
+    crashed: str | None = None  # what stopped a client thread, or a flush that timed out
 
     @property
     def missing(self) -> list[int]:
@@ -1476,6 +1545,10 @@ class HealthyReport:
 
     def problems(self) -> list[str]:
         out = [f"send failed: {f}" for f in self.failed[:5]]
+        if self.crashed:
+            out.append(self.crashed)
+        if self.foreign:
+            out.append(f"{len(self.foreign)} records its producer never sent: {self.foreign[:3]}")
         if not self.acknowledged:
             out.append("no record was acknowledged")
         if self.missing:
@@ -1515,8 +1588,14 @@ class HealthyClient:
             auto_commit_interval_ms=500,
             **security,
         )
-        self.futures: list[tuple[int, Any]] = []
+        # Outcomes, not futures: each future holds locks and events, and a long run sends
+        # hundreds of thousands of records.
+        self.sent = 0
+        self.acknowledged: list[int] = []
+        self.failed: list[str] = []
         self.received: list[int] = []
+        self.foreign: list[bytes] = []
+        self.crashed: str | None = None
         self._stop_producing = threading.Event()
         self._stop_consuming = threading.Event()
         self._threads = [
@@ -1530,39 +1609,66 @@ class HealthyClient:
         return self
 
     def _produce(self) -> None:
-        number = 0
-        while not self._stop_producing.wait(self.interval_s):
-            self.futures.append((number, self.producer.send(self.topic, value=str(number).encode())))
-            number += 1
+        try:
+            while not self._stop_producing.wait(self.interval_s):
+                number = self.sent
+                future = self.producer.send(self.topic, value=str(number).encode())
+                future.add_callback(self._acknowledged, number)
+                future.add_errback(self._failed, number)
+                self.sent += 1
+        except Exception as exc:  # noqa: BLE001  (reported, not raised in a thread)
+            self.crashed = f"producer thread stopped: {exc!r}"
+
+    def _acknowledged(self, number: int, metadata: Any) -> None:
+        self.acknowledged.append(number)
+
+    def _failed(self, number: int, exc: Exception) -> None:
+        self.failed.append(f"record {number}: {exc!r}")
 
     def _consume(self) -> None:
-        while not self._stop_consuming.is_set():
-            for records in self.consumer.poll(timeout_ms=200).values():
-                self.received.extend(int(r.value) for r in records)
+        try:
+            while not self._stop_consuming.is_set():
+                for records in self.consumer.poll(timeout_ms=200).values():
+                    for record in records:
+                        value = record.value or b""
+                        if value.isdigit():
+                            self.received.append(int(value))
+                        else:
+                            self.foreign.append(bytes(value[:40]))
+        except Exception as exc:  # noqa: BLE001
+            self.crashed = f"consumer thread stopped: {exc!r}"
 
     def stop(self, timeout_s: float = 60.0, at_least: int = 10) -> HealthyReport:
         """Stops producing (once `at_least` records were sent), waits for the
         acknowledged records to be consumed (up to `timeout_s`), closes both clients."""
         deadline = time.monotonic() + timeout_s
-        while len(self.futures) < at_least and time.monotonic() < deadline:
+        while self.sent < at_least and time.monotonic() < deadline:
             time.sleep(self.interval_s)
         self._stop_producing.set()
         self._threads[0].join()
-        self.producer.flush(timeout=timeout_s)
-        acknowledged, failed = [], []
-        for number, future in self.futures:
-            if future.succeeded():
-                acknowledged.append(number)
-            else:
-                failed.append(repr(future.exception) if future.is_done else f"record {number} unanswered")
+        try:
+            self.producer.flush(timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001  (a timeout: what was unanswered is counted below)
+            self.crashed = self.crashed or f"producer flush: {exc!r}"
+        acknowledged, failed = sorted(self.acknowledged), list(self.failed)
+        unanswered = self.sent - len(acknowledged) - len(failed)
+        if unanswered:
+            failed.append(f"{unanswered} records unanswered")
+        if len(failed) > 5:
+            failed = [*failed[:3], f"... {len(failed) - 4} more ...", failed[-1]]
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and not set(acknowledged) <= set(self.received):
             time.sleep(0.1)
         self._stop_consuming.set()
         self._threads[1].join()
-        self.consumer.close()
-        self.producer.close(timeout=10)
-        return HealthyReport(len(self.futures), acknowledged, failed, list(self.received))
+        for close in (self.consumer.close, lambda: self.producer.close(timeout=10)):
+            try:
+                close()
+            except Exception as exc:  # noqa: BLE001
+                self.crashed = self.crashed or f"closing: {exc!r}"
+        return HealthyReport(
+            self.sent, acknowledged, failed, list(self.received), list(self.foreign), self.crashed
+        )
 
 
 def batches_of(frames: Iterable[Frame], connections: int) -> list[list[Frame]]:

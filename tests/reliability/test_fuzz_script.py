@@ -50,7 +50,7 @@ def test_fuzz_script_smoke(engine: str, tmp_path: Path) -> None:
     assert run.returncode == 0, f"stdout:\n{run.stdout}\nstderr:\n{run.stderr[-5000:]}"
     assert f"engine: {engine}" in run.stdout
     assert re.search(
-        r"^done: \d+ inputs in \d+ s \(\d+ inputs/s\), 0 findings; RSS at start", run.stdout, re.M
+        r"^done: \d+ inputs in \d+ s \(\d+ inputs/s\), 0 findings, \d+ not sent \(protected\); RSS at start", run.stdout, re.M
     )
     assert (
         len(re.findall(r"^healthy client on .*: (\d+) records sent, \1 acknowledged", run.stdout, re.M)) == 2
