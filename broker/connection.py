@@ -140,6 +140,7 @@ class Connection(asyncio.Protocol):
         self._muted = False
         self.mute_deadline: float | None = None  # loop time the throttle's mute ends
         self._unmute_handle: asyncio.TimerHandle | None = None
+        self._close_handle: asyncio.TimerHandle | None = None  # a close on its way: stays muted
         self._muted_by: ClientQuotaManager | None = None
         self.admitted = False  # counted by the connection quotas (released on close)
         self.closed = False
@@ -198,7 +199,7 @@ class Connection(asyncio.Protocol):
                 self.describe(),
                 decision.throttle_ms,
             )
-            self._unmute_handle = asyncio.get_running_loop().call_later(
+            self._close_handle = asyncio.get_running_loop().call_later(
                 decision.throttle_ms / 1000, self.close
             )
         else:
@@ -529,16 +530,27 @@ class Connection(asyncio.Protocol):
         """Stops reading and closes a moment after the last response, so the client
         reads that response before it sees the connection end (kafka-python 3 drops data
         that arrives together with the FIN)."""
+        if self.closed:
+            return
+        self._end_throttle()  # a pending unmute must not reopen a closing connection
         self._pending.clear()
         self._pending_bytes = 0
         self._muted = True
         self._update_reading()
-        self._unmute_handle = asyncio.get_running_loop().call_later(delay_s, self.close)
+        loop = asyncio.get_running_loop()
+        when = loop.time() + delay_s
+        if self._close_handle is not None:
+            if self._close_handle.when() <= when:
+                return  # an earlier close stands
+            self._close_handle.cancel()
+        self._close_handle = loop.call_at(when, self.close)
 
     # -- muting ----------------------------------------------------------------
     def mute(self, throttle_ms: int, manager: ClientQuotaManager | None) -> None:
         """Reads nothing for `throttle_ms`; `manager` (the quota that was violated)
         counts the connection as throttled meanwhile."""
+        if self._close_handle is not None:
+            return  # closing: muted until the close anyway
         self._end_throttle()
         self._muted, self._muted_by = True, manager
         self._update_reading()
@@ -564,6 +576,9 @@ class Connection(asyncio.Protocol):
     def close(self) -> None:
         self._flush()  # what was answered before the close still goes out
         self._end_throttle()
+        if self._close_handle is not None:
+            self._close_handle.cancel()
+            self._close_handle = None
         if not self.closed:
             self.broker.connection_closed(self)
         self.closed = True

@@ -274,3 +274,29 @@ def test_a_raised_listener_limit_admits_waiting_connections_at_once() -> None:
         finally:
             first.close()
             waiting.close()
+
+
+# ------------------------------------------------------------------ a close on its way
+
+
+@pytest.mark.parametrize("order", ["muted, then closing", "closing, then muted"])
+def test_a_throttled_connection_that_is_closing_closes(order: str) -> None:
+    """A close on its way (after a failed login, at shutdown) wins over a throttle's
+    mute, whichever came first: the unmute neither reopens reading nor cancels the close."""
+    with running({}) as cluster:
+        broker = cluster.brokers[0]
+        with socket.create_connection(address(cluster), timeout=5) as sock:
+            assert answers(sock)
+
+            def throttle_and_close() -> None:
+                (conn,) = broker.connections
+                if order == "muted, then closing":
+                    conn.mute(200, None)  # its unmute fires before the close is due
+                    conn.close_soon(1.0)
+                else:
+                    conn.close_soon(0.3)
+                    conn.mute(60_000, None)
+
+            cluster.on_loop(throttle_and_close)
+            sock.sendall(api_versions_frame(2))  # never read: the connection is closing
+            assert closed_by_broker(sock, 10) is True
