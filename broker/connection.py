@@ -133,6 +133,7 @@ class Connection(asyncio.Protocol):
         self.receive_started: float | None = None
         self._busy = False
         self._task: asyncio.Task[None] | None = None
+        self._task_started = False
         self._write_paused = False
         self._reading_paused = False
         self._queue_full = False
@@ -434,9 +435,11 @@ class Connection(asyncio.Protocol):
             if waiting is not None:
                 self._busy = True
                 self.idle.clear()
+                self._task_started = False
                 self._task = asyncio.get_running_loop().create_task(self._finish(waiting))
 
     async def _finish(self, waiting: Coroutine[Any, Any, None]) -> None:
+        self._task_started = True
         try:
             await waiting
         finally:
@@ -584,8 +587,15 @@ class Connection(asyncio.Protocol):
         self.closed = True
         self._pending.clear()
         self._pending_bytes = 0
-        if self._task is not None:
-            self._task.cancel()
+        task = self._task
+        if task is not None and self._task_started:
+            task.cancel()
+        elif task is not None:
+            # Closed in the loop turn its frame was read in (a bad size prefix in the next
+            # read): a task cancelled before its first step drops the request's coroutine
+            # unawaited, the request not done and its handler's cleanup not run. Kafka
+            # carries out what it read; the request starts, then is cancelled.
+            task.get_loop().call_soon(task.cancel)
         if self.transport is not None:
             self.transport.close()
 

@@ -7,6 +7,7 @@ connection, never a stall or an ERROR in the broker's log.
 
 from __future__ import annotations
 
+import gc
 import logging
 import socket
 import struct
@@ -237,3 +238,47 @@ def test_a_response_that_fails_to_encode_closes_the_connection(
         assert_closed(sock)
     assert_serving(cluster)
     assert any("failed to encode" in r.getMessage() for r in caplog.records if r.levelno == logging.ERROR)
+
+
+# -- a request that waits, then a bad size prefix in the same turn of the loop ---------------
+# The mutate engine sends a bad size prefix once the frames before it expecting an answer
+# were answered; a mutated frame before it (answered or not) may be a request that waits
+# (here AlterClientQuotas, whose handler is a coroutine). When both reads reach the broker
+# in one turn of its loop, the first frame's task is created and the second read's bad
+# size closes the connection before that task ever ran.
+ALTER_QUOTAS_WAITING = bytes.fromhex(
+    # AlterClientQuotas v1, correlation id 5, client id "fz": entity user "fz-q" (compact
+    # strings), op producer_byte_rate = 1000.0 (float64), not remove, validate_only false
+    "0000003b 0031 0001 00000005 0002 667a 00"
+    "02 02 05 75736572 05 667a2d71 00"
+    "02 13 70726f64756365725f627974655f72617465 408f400000000000 00 00 00"
+    "00 00"
+)
+BAD_SIZE = struct.pack(">i", -1)
+
+
+def test_a_request_read_before_a_bad_size_prefix_is_carried_out(
+    cluster: MockCluster, broker_errors: list[Any], recwarn: pytest.WarningsRecorder
+) -> None:
+    """Found by scripts/fuzz.py (RuntimeWarning: coroutine 'RequestPipeline._finish' /
+    'handle' was never awaited): the close cancelled the request's task before its first
+    step, so the coroutine was dropped unawaited and the request silently not done (its
+    handler's own cleanup never ran either). Kafka reads one request at a time and carries
+    out what it read; the close now cancels such a task only once it has started, so the
+    handler runs (and the quota store applies what it started writing)."""
+    with connect(cluster) as sock:
+        answer(sock, API_VERSIONS_V0, 18, 0)  # accepted and served
+        local = sock.getsockname()
+        server = cluster.brokers[0]
+
+        def two_reads_in_one_turn() -> None:
+            conn = next(c for c in server.connections if c.peer == local)
+            conn.data_received(ALTER_QUOTAS_WAITING)
+            conn.data_received(BAD_SIZE)
+
+        cluster.on_loop(two_reads_in_one_turn)
+        assert_closed(sock)
+    assert list(cluster.quotas.describe(user="fz-q").values()) == [{"producer_byte_rate": 1000.0}]
+    gc.collect()
+    assert not [w for w in recwarn if "never awaited" in str(w.message)]
+    assert_serving(cluster)
