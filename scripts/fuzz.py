@@ -167,6 +167,7 @@ class Fuzzer:
                 "healthy-group",
                 "healthy-client",
                 interval_s=0.05,
+                describe=fz.broker_view(cluster, "healthy-group", "healthy"),
             ),
             fz.HealthyClient(
                 cluster.bootstrap_for("SASL_PLAINTEXT"),
@@ -174,6 +175,7 @@ class Fuzzer:
                 "healthy-sasl-group",
                 "healthy-client",
                 interval_s=0.05,
+                describe=fz.broker_view(cluster, "healthy-sasl-group", "healthy-sasl"),
                 security_protocol="SASL_PLAINTEXT",
                 sasl_mechanism="PLAIN",
                 sasl_plain_username="alice",

@@ -34,6 +34,7 @@ import gzip
 import logging
 import math
 import random
+import re
 import selectors
 import socket
 import struct
@@ -1532,6 +1533,11 @@ class HealthyReport:
     received: list[int]
     foreign: list[bytes] = field(default_factory=list)  # records its producer did not send
     crashed: str | None = None  # what stopped a client thread, or a flush that timed out
+    # What explains a failure: the consumer's own state at the end, the broker's view of
+    # its group and topic, and the client's group events (kafka-python's log records).
+    consumer_state: str = ""
+    broker_view: str = ""
+    events: list[str] = field(default_factory=list)
 
     @property
     def missing(self) -> list[int]:
@@ -1544,6 +1550,7 @@ class HealthyReport:
         return len(self.received) - len(set(self.received))
 
     def problems(self) -> list[str]:
+        """What went wrong, followed (when anything did) by what explains it."""
         out = [f"send failed: {f}" for f in self.failed[:5]]
         if self.crashed:
             out.append(self.crashed)
@@ -1552,16 +1559,95 @@ class HealthyReport:
         if not self.acknowledged:
             out.append("no record was acknowledged")
         if self.missing:
-            out.append(f"{len(self.missing)} acknowledged records never consumed: {self.missing[:10]}")
+            out.append(
+                f"{len(self.missing)} acknowledged records never consumed: {self.missing[:10]} "
+                f"({len(self.received)} consumed)"
+            )
         if self.received != sorted(self.received):
             out.append("records consumed out of order")
+        if out:
+            out.append(f"consumer at the end: {self.consumer_state or '?'}")
+            out.append(f"broker: {self.broker_view or '?'}")
+            out.append("group events:\n  " + "\n  ".join(self.events or ["(none)"]))
         return out
+
+
+class _GroupEvents(logging.Handler):
+    """Keeps kafka-python's INFO-and-above records about one group or topic (joins,
+    assignments, heartbeat and commit failures, offset resets), the last `keep` of them,
+    timestamped: the story of a consumer that got nothing."""
+
+    _LOGGERS = ("kafka.coordinator", "kafka.consumer")
+    _installed = 0  # handlers installed: the loggers' levels are restored with the last
+    _levels: dict[str, int] = {}
+
+    def __init__(self, group: str, topic: str, keep: int = 200) -> None:
+        super().__init__(logging.INFO)
+        self.pattern = re.compile(rf"(?<![\w-])({re.escape(group)}|{re.escape(topic)})(?![\w-])")
+        self.records: deque[str] = deque(maxlen=keep)
+        self.started = time.time()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001  (a bad format string is not ours to raise)
+            return
+        if self.pattern.search(message):
+            self.records.append(
+                f"{record.created - self.started:7.2f} s {record.name} {record.levelname}: {message[:300]}"
+            )
+
+    def install(self) -> None:
+        cls = type(self)
+        for name in self._LOGGERS:
+            logger = logging.getLogger(name)
+            if cls._installed == 0:
+                cls._levels[name] = logger.level
+                if logger.getEffectiveLevel() > logging.INFO:
+                    logger.setLevel(logging.INFO)
+            logger.addHandler(self)
+        cls._installed += 1
+
+    def uninstall(self) -> None:
+        cls = type(self)
+        cls._installed -= 1
+        for name in self._LOGGERS:
+            logger = logging.getLogger(name)
+            logger.removeHandler(self)
+            if cls._installed == 0:
+                logger.setLevel(cls._levels.pop(name, logging.NOTSET))
+
+
+def broker_view(cluster: Any, group: str, topic: str) -> Callable[[], str]:
+    """The broker's side of a healthy client, for its report: the group's state,
+    generation and members, its committed offsets, and the topic's partitions (leader,
+    log start, high watermark, end). `cluster` is a running MockCluster."""
+
+    def read() -> str:
+        details = cluster.groups.group_details(group)
+        committed = {f"{t}-{p}": c.offset for (t, p), c in cluster.groups.offsets.get(group, {}).items()}
+        found = cluster.state.topics.get(topic)
+        partitions = (
+            [
+                (p.index, p.leader, p.log.log_start_offset, p.log.high_watermark, p.log.log_end_offset)
+                for p in found.partitions
+            ]
+            if found is not None
+            else None
+        )
+        return (
+            f"group {group}: {details}; committed offsets {committed}; topic {topic} "
+            f"(partition, leader, log start, high watermark, end): {partitions}"
+        )
+
+    return lambda: str(cluster.on_loop(read))
 
 
 class HealthyClient:
     """A real kafka-python producer (acks=all) and consumer (a group) on one topic,
     working in their own threads while the fuzzer runs: every record acknowledged must
-    be consumed, in order. `security` goes to both clients (SASL settings)."""
+    be consumed, in order. `security` goes to both clients (SASL settings); `describe`
+    gives the broker's view of the group and topic for the report (`broker_view`)."""
 
     def __init__(
         self,
@@ -1570,11 +1656,14 @@ class HealthyClient:
         group: str,
         client_id: str,
         interval_s: float = 0.02,
+        describe: Callable[[], str] | None = None,
         **security: Any,
     ) -> None:
         from kafka import KafkaConsumer, KafkaProducer  # the client only where a healthy one runs
 
-        self.topic, self.interval_s = topic, interval_s
+        self.topic, self.group, self.interval_s, self.describe = topic, group, interval_s, describe
+        self.events = _GroupEvents(group, topic)
+        self.events.install()
         self.producer = KafkaProducer(
             bootstrap_servers=bootstrap_servers, client_id=client_id, acks="all", linger_ms=0, **security
         )
@@ -1661,14 +1750,50 @@ class HealthyClient:
             time.sleep(0.1)
         self._stop_consuming.set()
         self._threads[1].join()
+        consumer_state = self._consumer_state()
+        try:
+            view = self.describe() if self.describe is not None else ""
+        except Exception as exc:  # noqa: BLE001  (a report, not a second failure)
+            view = f"not read: {exc!r}"
         for close in (self.consumer.close, lambda: self.producer.close(timeout=10)):
             try:
                 close()
             except Exception as exc:  # noqa: BLE001
                 self.crashed = self.crashed or f"closing: {exc!r}"
+        self.events.uninstall()
         return HealthyReport(
-            self.sent, acknowledged, failed, list(self.received), list(self.foreign), self.crashed
+            self.sent,
+            acknowledged,
+            failed,
+            list(self.received),
+            list(self.foreign),
+            self.crashed,
+            consumer_state,
+            view,
+            list(self.events.records),
         )
+
+    def _consumer_state(self) -> str:
+        """The consumer's assignment, generation and positions, read from kafka-python's
+        internals once its thread has stopped (a report, so nothing here may raise)."""
+        try:
+            coordinator = self.consumer._coordinator
+            generation = coordinator._generation
+            partitions = {}
+            for tp, state in dict(self.consumer._subscription.assignment).items():
+                partitions[f"{tp.topic}-{tp.partition}"] = {
+                    "position": getattr(state, "_position", None),
+                    "highwater": state.highwater,
+                    "awaiting_reset": getattr(state, "awaiting_reset", None),
+                    "paused": state.paused,
+                }
+            return (
+                f"assignment {partitions or '{}'}; generation {generation.generation_id} member "
+                f"{generation.member_id!r}; coordinator {coordinator.coordinator_id}; "
+                f"needs rejoin {coordinator.need_rejoin()}"
+            )
+        except Exception as exc:  # noqa: BLE001
+            return f"not read: {exc!r}"
 
 
 def batches_of(frames: Iterable[Frame], connections: int) -> list[list[Frame]]:
@@ -1694,6 +1819,7 @@ __all__ = [
     "Source",
     "WireDriver",
     "batches_of",
+    "broker_view",
     "mutate",
     "raw_token",
     "sasl_exchange",

@@ -36,6 +36,7 @@ from broker.harness.fuzzing import (
     RandomSource,
     RequestGenerator,
     WireDriver,
+    broker_view,
     sasl_exchange,
 )
 from messages.registry import api_name
@@ -97,6 +98,7 @@ def sasl_fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslFuzzed
             "healthy-sasl",
             "healthy-sasl-group",
             "healthy-client",
+            describe=broker_view(cluster, "healthy-sasl-group", "healthy-sasl"),
             security_protocol="SASL_PLAINTEXT",
             sasl_mechanism="PLAIN",
             sasl_plain_username="alice",

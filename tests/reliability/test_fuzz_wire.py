@@ -49,6 +49,7 @@ from broker.harness.fuzzing import (
     Source,
     WireDriver,
     batches_of,
+    broker_view,
     mutate,
 )
 from messages.registry import api_name
@@ -166,7 +167,11 @@ def fuzzed() -> Iterator[Fuzzed]:
         generator = RequestGenerator(advertised, pools)
         driver = WireDriver(address(cluster), advertised, connections=CONNECTIONS, timeout=30)
         healthy = HealthyClient(
-            cluster.bootstrap_servers, "healthy", "healthy-group", "healthy-client"
+            cluster.bootstrap_servers,
+            "healthy",
+            "healthy-group",
+            "healthy-client",
+            describe=broker_view(cluster, "healthy-group", "healthy"),
         ).start()
         try:
             yield Fuzzed(cluster, generator, driver, errors, healthy, healthy_topic.topic_id)
