@@ -25,6 +25,7 @@ import functools
 import inspect
 import logging
 import time
+import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
@@ -76,6 +77,33 @@ class Interceptor(Protocol):
         """The result of `call(ctx, request)` (the rest of the chain and the handler),
         or what stands in for it: a response, None, a coroutine for either, or
         CloseConnection raised."""
+
+
+class IdleInterceptor:
+    """Base of an interceptor that is idle at times (a fault injector without rules):
+    while `engaged` is False it would only call through, so the pipelines it joined
+    leave it out of their chains, and it costs nothing per request. It calls
+    `engagement_changed()` whenever `engaged` may have changed."""
+
+    def __init__(self) -> None:
+        self._listeners: list[weakref.WeakMethod[Callable[[], None]]] = []
+
+    @property
+    def engaged(self) -> bool:
+        return True
+
+    def listen(self, listener: Callable[[], None]) -> None:
+        """`listener` (a bound method: held weakly) is called on every change."""
+        self._listeners.append(weakref.WeakMethod(listener))
+
+    def engagement_changed(self) -> None:
+        alive = []
+        for ref in self._listeners:
+            listener = ref()
+            if listener is not None:
+                alive.append(ref)
+                listener()
+        self._listeners = alive
 
 
 class Observer:
@@ -139,17 +167,32 @@ class RequestPipeline:
         self.gates += (gate,)
 
     def add_interceptor(self, interceptor: Interceptor) -> None:
-        """Interceptors run in the order added; the first sees the request first."""
+        """Interceptors run in the order added; the first sees the request first. An
+        `IdleInterceptor` is in the chain only while it is engaged."""
         self.interceptors += (interceptor,)
-        chain = self.interceptors
-        if len(chain) == 1:
-            self._intercept = chain[0].intercept
-        else:
+        if isinstance(interceptor, IdleInterceptor):
+            interceptor.listen(self._chain_interceptors)
+        self._chain_interceptors()
 
-            def intercept(ctx: RequestContext, request: Any, call: Handler, at: int = 0) -> Any:
-                if at == len(chain):
-                    return call(ctx, request)
-                return chain[at].intercept(ctx, request, lambda c, r: intercept(c, r, call, at + 1))
+    def _chain_interceptors(self) -> None:
+        """What runs per request: nothing, the one engaged interceptor, or the chain of
+        them, linked once per handler (no function built per request)."""
+        active = tuple(i for i in self.interceptors if not isinstance(i, IdleInterceptor) or i.engaged)
+        if not active:
+            self._intercept = None
+        elif len(active) == 1:
+            self._intercept = active[0].intercept
+        else:
+            linked: dict[Handler, Handler] = {}
+
+            def intercept(ctx: RequestContext, request: Any, call: Handler) -> Any:
+                chain = linked.get(call)
+                if chain is None:
+                    chain = call
+                    for interceptor in reversed(active[1:]):
+                        chain = _link(interceptor.intercept, chain)
+                    linked[call] = chain
+                return active[0].intercept(ctx, request, chain)
 
             self._intercept = intercept
 
@@ -385,6 +428,15 @@ def _carries_throttle(api_key: int, api_version: int) -> bool:
     """Whether the response of (API, version) has a throttle_time_ms field."""
     found = response_class(api_key).fields.get("throttle_time_ms")
     return found is not None and bool(found.for_version_q(api_version))
+
+
+def _link(intercept: Callable[[RequestContext, Any, Handler], Any], call: Handler) -> Handler:
+    """`call` behind `intercept`: one link of an interceptor chain."""
+
+    def linked(ctx: RequestContext, request: Any) -> Any:
+        return intercept(ctx, request, call)
+
+    return linked
 
 
 def _overrides(observer: Observer, name: str) -> bool:

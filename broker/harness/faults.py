@@ -35,7 +35,7 @@ from broker.error_responses import (
     level_for,
 )
 from broker.handlers import HANDLERS
-from broker.pipeline import CloseConnection, Handler
+from broker.pipeline import CloseConnection, Handler, IdleInterceptor
 from protocol.api_keys import ApiKey
 
 T = TypeVar("T")
@@ -72,13 +72,15 @@ class Fault:
         )
 
 
-class FaultInjector:
+class FaultInjector(IdleInterceptor):
     """The cluster's fault rules. Mutations run on the cluster's loop (`on_loop`), where
-    requests read them."""
+    requests read them. Without rules it is idle: the pipelines leave it out of their
+    interceptor chains until a rule is added, so a cluster without faults pays nothing."""
 
     def __init__(
         self, on_loop: OnLoop[Any] | None = None, broker_ids: Callable[[], Collection[int]] | None = None
     ) -> None:
+        super().__init__()
         self._on_loop: OnLoop[Any] = on_loop or (lambda fn: fn())
         self._broker_ids = broker_ids
         self._ids = itertools.count(1)
@@ -139,6 +141,10 @@ class FaultInjector:
         fault = Fault(0, api_key, count=_checked_count(count), client_id=client_id, throttle_ms=throttle_ms)
         return self._on_loop(lambda: self._append(self.throttles, fault))
 
+    @property
+    def engaged(self) -> bool:
+        return bool(self.request_faults or self.throttles)
+
     def _check_target(self, api_key: int, broker: int | None) -> None:
         if api_key not in HANDLERS:
             raise ValueError(f"api_key {api_key} is not an API this broker implements")
@@ -155,6 +161,7 @@ class FaultInjector:
             before = len(self.request_faults) + len(self.throttles)
             self.request_faults = [f for f in self.request_faults if f.id != fault_id]
             self.throttles = [f for f in self.throttles if f.id != fault_id]
+            self.engagement_changed()
             return len(self.request_faults) + len(self.throttles) < before
 
         return bool(self._on_loop(remove))
@@ -163,12 +170,14 @@ class FaultInjector:
         def clear() -> None:
             self.request_faults = []
             self.throttles = []
+            self.engagement_changed()
 
         self._on_loop(clear)
 
     def _append(self, rules: builtins.list[Fault], fault: Fault) -> Fault:
         fault.id = next(self._ids)
         rules.append(fault)
+        self.engagement_changed()
         return fault
 
     def _fired(self, fault: Fault) -> None:
@@ -180,6 +189,7 @@ class FaultInjector:
                     self.request_faults.remove(fault)
                 else:
                     self.throttles.remove(fault)
+                self.engagement_changed()
 
     # -- the request pipeline's interceptor ---------------------------------------
     def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
