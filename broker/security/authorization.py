@@ -28,6 +28,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 Handler = Callable[[RequestContext, Any], Any]
+WRITE = Operation.WRITE
 TOPIC, GROUP, CLUSTER, TXN = (
     ResourceType.TOPIC,
     ResourceType.GROUP,
@@ -39,20 +40,22 @@ TOPIC, GROUP, CLUSTER, TXN = (
 class Access:
     """One request's questions to the authorizer, as its principal from its host."""
 
-    def __init__(self, authorizer: Authorizer, ctx: RequestContext) -> None:
-        self.authorizer = authorizer
-        self.principal = str(ctx.connection.principal)
-        self.host = ctx.connection.peer[0]
+    __slots__ = ("acls", "principal", "host")
+
+    def __init__(self, authorizer: Authorizer, principal: str, host: str) -> None:
+        self.acls = authorizer.acls
+        self.principal = principal
+        self.host = host
 
     def allows(self, operation: Operation, resource_type: ResourceType, name: str) -> bool:
-        return self.authorizer.acls.authorize(self.principal, self.host, operation, resource_type, name)
+        return self.acls.authorize(self.principal, self.host, operation, resource_type, name)
 
     def allows_cluster(self, operation: Operation) -> bool:
         return self.allows(operation, CLUSTER, CLUSTER_NAME)
 
     def allows_any_topic(self, operation: Operation) -> bool:
         """authorizeByResourceType: some ACL lets this principal `operation` some topic."""
-        return self.authorizer.acls.allows_some(self.principal, self.host, operation, TOPIC)
+        return self.acls.allows_some(self.principal, self.host, operation, TOPIC)
 
 
 Check = Callable[[Access, RequestContext, Any, Handler], Any]
@@ -63,12 +66,20 @@ class AuthorizationStage:
 
     def __init__(self, authorizer: Authorizer) -> None:
         self.authorizer = authorizer
+        # The last principal seen and its name: a connection's requests come as one
+        # principal, so the name is formatted once per run of them, not per request.
+        self._principal: object = None
+        self._name = ""
 
     def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
         check = CHECKS.get(ctx.api_key)
         if check is None:
             return call(ctx, request)
-        return check(Access(self.authorizer, ctx), ctx, request, call)
+        connection = ctx.connection
+        principal = connection.principal
+        if principal is not self._principal:
+            self._principal, self._name = principal, str(principal)
+        return check(Access(self.authorizer, self._name, connection.peer[0]), ctx, request, call)
 
 
 # -- building blocks -------------------------------------------------------------------
@@ -99,6 +110,15 @@ def per_topic(operation: Operation) -> Check:
     each topic needs `operation`, else TOPIC_AUTHORIZATION_FAILED."""
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+        level = level_for(ctx.api_key, ctx.api_version)
+        assert level is not None
+        allows = access.allows
+        for entry in entries_of(level, request):
+            name = _topic_name(ctx, entry)
+            if name != "" and not allows(operation, TOPIC, name):
+                break
+        else:  # every topic allowed, the common case: straight to the handler
+            return call(ctx, request)
         return _refuse_entries(
             ctx,
             request,
@@ -148,11 +168,20 @@ def _produce(access: Access, ctx: RequestContext, request: Any, call: Handler) -
         if request.acks == 0:
             raise CloseConnection("acks=0 produce refused: transactional id authorization failed")
         return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
-    if request.acks == 0 and any(
-        not access.allows(Operation.WRITE, TOPIC, _topic_name(ctx, t)) for t in request.topic_data
-    ):
+    allows, acks_0 = access.allows, request.acks == 0
+    for topic in request.topic_data:
+        name = _topic_name(ctx, topic)
+        if (name != "" or acks_0) and not allows(WRITE, TOPIC, name):
+            break
+    else:  # every topic writable, the common case: straight to the handler
+        return call(ctx, request)
+    if acks_0:
         raise CloseConnection("acks=0 produce refused: topic authorization failed")
-    return per_topic(Operation.WRITE)(access, ctx, request, call)
+    return _WRITE_PER_TOPIC(access, ctx, request, call)
+
+
+_WRITE_PER_TOPIC = per_topic(Operation.WRITE)
+_READ_PER_TOPIC = per_topic(Operation.READ)
 
 
 def _metadata(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
@@ -193,7 +222,7 @@ def _filtered(result: Any, keep: Callable[[Any], bool], field: str) -> Any:
 def _offset_commit(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
     if not access.allows(Operation.READ, GROUP, request.group_id):
         return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    return per_topic(Operation.READ)(access, ctx, request, call)
+    return _READ_PER_TOPIC(access, ctx, request, call)
 
 
 def _offset_fetch(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
@@ -371,7 +400,7 @@ def _txn_group(access: Access, ctx: RequestContext, request: Any, call: Handler)
     if not access.allows(Operation.READ, GROUP, request.group_id):
         return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if ctx.api_key == ApiKey.TXN_OFFSET_COMMIT:
-        return per_topic(Operation.READ)(access, ctx, request, call)
+        return _READ_PER_TOPIC(access, ctx, request, call)
     return call(ctx, request)
 
 
@@ -404,7 +433,7 @@ def _list_transactions(access: Access, ctx: RequestContext, request: Any, call: 
 
 CHECKS: dict[int, Check] = {
     ApiKey.PRODUCE: _produce,
-    ApiKey.FETCH: per_topic(Operation.READ),
+    ApiKey.FETCH: _READ_PER_TOPIC,
     ApiKey.LIST_OFFSETS: per_topic(Operation.DESCRIBE),
     ApiKey.METADATA: _metadata,
     ApiKey.OFFSET_COMMIT: _offset_commit,
