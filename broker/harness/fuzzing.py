@@ -1643,6 +1643,28 @@ def broker_view(cluster: Any, group: str, topic: str) -> Callable[[], str]:
     return lambda: str(cluster.on_loop(read))
 
 
+def await_pending_joins(consumer: Any) -> None:
+    """Works around a kafka-python 3.0.12 bug that left the healthy consumer of the
+    fuzz tests with nothing for a whole run under load: its coordinator's `need_rejoin()`
+    forgets a join still in flight. A rejoin asked for because the leader's assignment
+    was made from stale metadata (the first generation of a group on a fresh client,
+    assigned before its metadata named the topic: "No partition metadata for topic")
+    stops being needed the moment that join's leader assignment refreshes the snapshot,
+    so when `poll()`'s timeout ends between JoinGroup and the SyncGroup answer, no later
+    poll awaits the join: the assignment is never applied, heartbeats stay disabled,
+    the broker expires the member and LeaveGroup at close gets UNKNOWN_MEMBER_ID. Java's
+    AbstractCoordinator.rejoinNeededOrPending() is `rejoinNeeded || joinFuture != null`;
+    this gives the consumer's coordinator the same (tests/reliability/test_fuzz_healthy.py
+    shows the bug and the cure)."""
+    coordinator = consumer._coordinator
+    need_rejoin = coordinator.need_rejoin
+
+    def rejoin_needed_or_pending() -> bool:
+        return bool(need_rejoin()) or coordinator._join_task is not None
+
+    coordinator.need_rejoin = rejoin_needed_or_pending
+
+
 class HealthyClient:
     """A real kafka-python producer (acks=all) and consumer (a group) on one topic,
     working in their own threads while the fuzzer runs: every record acknowledged must
@@ -1677,6 +1699,7 @@ class HealthyClient:
             auto_commit_interval_ms=500,
             **security,
         )
+        await_pending_joins(self.consumer)
         # Outcomes, not futures: each future holds locks and events, and a long run sends
         # hundreds of thousands of records.
         self.sent = 0
@@ -1789,7 +1812,8 @@ class HealthyClient:
                 }
             return (
                 f"assignment {partitions or '{}'}; generation {generation.generation_id} member "
-                f"{generation.member_id!r}; coordinator {coordinator.coordinator_id}; "
+                f"{generation.member_id!r}; state {coordinator.state}; coordinator "
+                f"{coordinator.coordinator_id}; join in flight {coordinator._join_task is not None}; "
                 f"needs rejoin {coordinator.need_rejoin()}"
             )
         except Exception as exc:  # noqa: BLE001
@@ -1818,6 +1842,7 @@ __all__ = [
     "RequestGenerator",
     "Source",
     "WireDriver",
+    "await_pending_joins",
     "batches_of",
     "broker_view",
     "mutate",

@@ -5,6 +5,7 @@ offsets and the topic, the group's story from kafka-python's log)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -35,7 +36,7 @@ def healthy(cluster: MockCluster) -> HealthyClient:
 
 def test_a_served_client_reports_no_problem(cluster: MockCluster) -> None:
     report = healthy(cluster).start().stop(at_least=20)
-    assert not report.problems(), report.problems()
+    assert not report.problems(), "\n".join(report.problems())
     assert report.received == report.acknowledged and len(report.received) >= 20
     assert "Stable" in report.broker_view and "'healthy-0'" in report.consumer_state
 
@@ -53,3 +54,46 @@ def test_a_consumer_that_gets_nothing_fails_and_says_why(cluster: MockCluster) -
     assert "'state': 'Stable'" in problems and "healthy-client-" in problems
     assert "(partition, leader, log start, high watermark, end): [(0, 0, 0," in problems
     assert "Successfully joined group healthy-group" in problems
+
+
+# -- kafka-python 3.0.12 abandons a join in flight -------------------------------------------
+# The consumer's first generation is assigned before its metadata names the topic (an empty
+# assignment, "No partition metadata"): kafka-python rejoins once the metadata arrives, and
+# that rejoin's leader assignment refreshes the snapshot that asked for it. A SyncGroup
+# answered after poll()'s timeout (here 600 ms late, against polls of 100-200 ms; under CPU
+# load it was the scheduler) then leaves the join to nobody. Metadata 500 ms late makes the
+# first assignment empty every time.
+LATE = ({"api_key": ApiKey.METADATA, "latency_ms": 500}, {"api_key": ApiKey.SYNC_GROUP, "latency_ms": 600})
+
+
+def test_kafka_pythons_consumer_abandons_a_join_whose_sync_group_is_late(cluster: MockCluster) -> None:
+    """The bug the healthy client works around (await_pending_joins): should this fail,
+    kafka-python no longer has it and the workaround can go."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    for fault in LATE:
+        cluster.faults.add(**fault)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers)
+    producer.send("healthy", b"0").get(timeout=30)
+    producer.close()
+    consumer = KafkaConsumer(
+        "healthy", bootstrap_servers=cluster.bootstrap_servers, group_id="g", auto_offset_reset="earliest"
+    )
+    try:
+        got = []
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not got:
+            got += [r for records in consumer.poll(timeout_ms=100).values() for r in records]
+        coordinator = consumer._coordinator
+        assert not got and not consumer.assignment()
+        assert coordinator._join_task is not None and not coordinator.need_rejoin()
+    finally:
+        consumer.close()
+
+
+def test_the_healthy_client_completes_a_join_whose_sync_group_is_late(cluster: MockCluster) -> None:
+    for fault in LATE:
+        cluster.faults.add(**fault)
+    report = healthy(cluster).start().stop(timeout_s=30, at_least=20)
+    assert not report.problems(), "\n".join(report.problems())
+    assert "No partition metadata for topic healthy" in "\n".join(report.events)

@@ -141,7 +141,7 @@ def test_any_other_request_first_closes_the_connection(
 
 def test_alice_was_served_throughout(sasl_fuzzed: SaslFuzzed, tmp_path: Path) -> None:
     report = sasl_fuzzed.healthy.stop()
-    assert not report.problems(), report.problems()
+    assert not report.problems(), "\n".join(report.problems())
     cluster = sasl_fuzzed.cluster
     assert cluster.on_loop(lambda: cluster.credentials.check_plain("alice", USERS["alice"]))
     assert not sasl_fuzzed.errors.take()

@@ -229,7 +229,7 @@ def test_the_broker_is_intact_after_fuzzing(fuzzed: Fuzzed) -> None:
     """The healthy client was served throughout, the state the fuzzer may not touch is
     as it was, and (when every pair was fuzzed) at least 20,000 requests went out."""
     report = fuzzed.healthy.stop()
-    assert not report.problems(), report.problems()
+    assert not report.problems(), "\n".join(report.problems())
     cluster = fuzzed.cluster
     topic = cluster.on_loop(lambda: cluster.state.topics.get("healthy"))
     assert topic is not None and topic.topic_id == fuzzed.healthy_topic_id and len(topic.partitions) == 1
