@@ -47,10 +47,13 @@ import itertools
 import json
 import os
 import random
+import shutil
+import signal
 import struct
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -132,12 +135,27 @@ def trim_memory() -> None:
         pass
 
 
+def remove_on_signal(directory: str) -> None:
+    """SIGTERM, SIGINT and SIGHUP remove the run's temporary directory and end the
+    process at once: atheris ends with os._exit (no finalizer runs), and an exception
+    raised inside libFuzzer's callback would be reported as a crash."""
+
+    def stop(signum: int, frame: Any) -> None:
+        shutil.rmtree(directory, ignore_errors=True)
+        print(f"stopped by signal {signum}", file=sys.stderr, flush=True)
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, stop)
+
+
 class Fuzzer:
     """The broker, its healthy clients, the generator and the drivers, and the tally."""
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.tmp = tempfile.TemporaryDirectory(prefix="kafka-mock-fuzz-")
+        remove_on_signal(self.tmp.name)
         users = Path(self.tmp.name) / "users.json"
         users.write_text(json.dumps(USERS))
         self.errors = fz.ErrorLog().__enter__()
@@ -343,6 +361,10 @@ class Fuzzer:
         self.cluster.__exit__(None, None, None)
         self.errors.__exit__(None, None, None)
         self.tmp.cleanup()
+        try:
+            self.findings_dir.rmdir()  # made for libFuzzer's artifacts; kept if anything is in it
+        except OSError:
+            pass
         return 1 if self.findings else 0
 
 
@@ -437,8 +459,17 @@ def one_input(fuzzer: Fuzzer) -> Callable[[bytes], None]:
         import atheris
 
         if fuzzer.inputs >= fuzzer.args.inputs or fuzzer.out_of_time():
-            sys.stdout.flush()
-            os._exit(fuzzer.finish())
+            # libFuzzer would report an exception raised here as a crash of the input
+            status = 2
+            try:
+                status = fuzzer.finish()
+            except BaseException:  # noqa: BLE001  (printed; the run's end is not an input's fault)
+                traceback.print_exc()
+            finally:
+                shutil.rmtree(fuzzer.tmp.name, ignore_errors=True)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            os._exit(status)
         if not data:
             return
         mode, rest = data[0], data[1:]
@@ -475,11 +506,15 @@ def run_atheris(fuzzer: Fuzzer) -> int:
     import atheris
 
     args = fuzzer.args
-    corpus = Path(tempfile.mkdtemp(prefix="kafka-mock-fuzz-corpus-"))
+    corpus = Path(fuzzer.tmp.name) / "corpus"  # removed with the rest of the run's directory
+    corpus.mkdir()
     seed_corpus(fuzzer, corpus)
+    findings = Path(args.findings).resolve()
+    findings.mkdir(parents=True, exist_ok=True)
     libfuzzer_args = [
         sys.argv[0],
         f"-seed={args.seed}",
+        f"-artifact_prefix={findings}/",  # a crash's input goes with the findings, not to the cwd
         f"-runs={args.inputs * 2}",  # the target ends the run itself at --inputs
         "-max_len=4096",
         "-timeout=300",
