@@ -106,6 +106,9 @@ class ConnectionView(Protocol):
     client_software_version: str
 
     session_lifetime_ms: int
+    # throttling.py's memo of the quota sensors this connection's requests are measured
+    # on, per quota manager.
+    quota_memo: dict[Any, Any]
 
     def authenticated(self, sasl: SaslSession) -> None: ...
     def start_reauthentication(self) -> SaslSession | None: ...

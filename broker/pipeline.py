@@ -385,7 +385,8 @@ class RequestPipeline:
                 return
             encode_ns = time.monotonic_ns() - done_ns
             done_ns += encode_ns
-            throttling.record_encoding(ctx, encode_ns)
+            if ctx.request_sensors is not None:  # under a request quota
+                throttling.record_encoding(ctx, encode_ns)
         if connection.close_after_response:
             connection.close_soon()
         elif muting:

@@ -126,6 +126,12 @@ class ClientQuotaManager:
         # every request, as Kafka's getOrCreateQuotaSensors does.
         self._resolved: dict[tuple[KafkaPrincipal, str], ClientSensors] = {}
         self._created_since_expiry = 0
+        # Bumped whenever who shares which sensor may change (a quota or the callback
+        # changed, sensors expired): a caller's memo of `sensors_for` (the broker keeps one
+        # per connection) holds while it stays. `memoizable`: whether such a memo may be
+        # kept at all (only when `_resolved` could be: the default callback).
+        self.generation = 0
+        self.memoizable = False
         self.set_callback(callback)
 
     def set_callback(self, callback: ClientQuotaCallback) -> None:
@@ -135,6 +141,7 @@ class ClientQuotaManager:
         # Only callbacks that override quota_reset_required are asked it per request.
         self._may_reset = type(callback).quota_reset_required is not ClientQuotaCallback.quota_reset_required
         self._cache_tags = type(callback) is DefaultQuotaCallback
+        self.memoizable = self._cache_tags and not self._may_reset
         self.refresh_limits()
 
     def _quotas_enabled(self) -> bool:
@@ -171,12 +178,11 @@ class ClientQuotaManager:
         """Records `value` and returns the throttle time (0 within the quota)."""
         sensors.last_record_ms = sensors.last_check_ms = now_ms
         sensors.last_value = value
-        rate = sensors.rate
-        rate.record(value, now_ms)
         bound = sensors.bound
         if bound is None:
+            sensors.rate.record(value, now_ms)
             return 0
-        observed, window_ms = rate.measure_with_window(now_ms)
+        observed, window_ms = sensors.rate.record_and_measure(value, now_ms)
         sensors.last_rate = observed
         if observed <= bound:
             return 0
@@ -224,6 +230,7 @@ class ClientQuotaManager:
         who shares which sensor is asked again on the next request."""
         self.enabled = self._quotas_enabled()
         self._resolved.clear()
+        self.generation += 1
         for sensors in self.sensors.values():
             try:
                 sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
@@ -234,6 +241,7 @@ class ClientQuotaManager:
     def _expire_inactive(self, now_ms: int) -> None:
         self._created_since_expiry = 0
         self._resolved.clear()
+        self.generation += 1
         for key in [
             k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS
         ]:

@@ -1,0 +1,123 @@
+"""The quota path's shortcuts give what the plain path gives:
+
+- `Rate.record_and_measure` (one call per quota-checked record) against `record` then
+  `measure_with_window`: the same rate, window and samples, bit for bit, over random
+  values and clocks with gaps that expire samples;
+- the broker's per-connection memo of the sensors a request is measured on
+  (throttling._sensors) against `ClientQuotaManager.sensors_for`: the same sensors object
+  after every kind of change (quotas set and removed, a new principal or client id, sensors
+  expired, a new callback), and a change applies to the next request.
+"""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+from typing import Any
+
+from broker import throttling
+from quotas.callback import DefaultQuotaCallback, KafkaPrincipal
+from quotas.connections import ConnectionQuotas
+from quotas.entity import QuotaEntity
+from quotas.manager import INACTIVE_SENSOR_EXPIRY_MS, ClientQuotaManager, QuotaManagers
+from quotas.sensor import Rate, WindowConfig
+
+
+def _state(rate: Rate) -> list[tuple[int, int, int, float]]:
+    stat = rate.stat
+    return [(s.start_ms, s.last_event_ms, s.event_count, s.value) for s in stat._samples] + [
+        (stat._current, 0, 0, 0.0)
+    ]
+
+
+def test_record_and_measure_is_record_then_measure() -> None:
+    rng = random.Random(20)
+    for config in (WindowConfig(11, 1000), WindowConfig(2, 30_000), WindowConfig(1, 1), WindowConfig(3, 7)):
+        plain, fused = Rate(config), Rate(config)
+        now = rng.randrange(1_000_000)
+        for _ in range(3000):
+            now += rng.choice(
+                (0, 0, 1, 3, 50, 400, 999, 1000, 1001, config.window_ms * config.samples, 60_000)
+            )
+            value = rng.choice((0.0, 1.0, 123.0, rng.random() * 1e6, rng.random() * 1e-3, -5.5))
+            plain.record(value, now)
+            expected = plain.measure_with_window(now)
+            assert fused.record_and_measure(value, now) == expected
+            assert _state(fused) == _state(plain)
+
+
+def _managers() -> QuotaManagers:
+    window = WindowConfig(11, 1000)
+    return QuotaManagers(DefaultQuotaCallback(), window, window, ConnectionQuotas(window, 1000, 1000))
+
+
+def _ctx(managers: QuotaManagers, principal: KafkaPrincipal, client_id: str, memo: dict[Any, Any]) -> Any:
+    connection = SimpleNamespace(principal=principal, quota_memo=memo)
+    return SimpleNamespace(
+        connection=connection, client_id=client_id, broker=SimpleNamespace(quota_managers=managers)
+    )
+
+
+def test_the_per_connection_memo_gives_the_managers_sensors() -> None:
+    rng = random.Random(21)
+    managers = _managers()
+    principals = [KafkaPrincipal("User", name) for name in ("alice", "bob", "ANONYMOUS")]
+    client_ids = ["app", "other", ""]
+    memos: list[dict[Any, Any]] = [{} for _ in range(3)]
+    now = 0
+    for step in range(4000):
+        now += rng.choice((0, 1, 10, 1000))
+        roll = rng.random()
+        if roll < 0.05:
+            key = rng.choice(("producer_byte_rate", "request_percentage", "consumer_byte_rate"))
+            parts = rng.choice(
+                ({"user": "alice"}, {"client-id": "app"}, {"user": None}, {"user": "bob", "client-id": None})
+            )
+            managers.quota_changed(QuotaEntity(parts), key, rng.choice((None, 1000.0, 5e6)))
+        elif roll < 0.06:
+            now += INACTIVE_SENSOR_EXPIRY_MS
+            managers.produce._created_since_expiry = 999  # the next new sensor expires the idle ones
+        elif roll < 0.07:
+            managers.replace_callback(DefaultQuotaCallback(), [], None)  # type: ignore[arg-type]
+        manager: ClientQuotaManager = rng.choice((managers.produce, managers.request, managers.fetch))
+        principal, client_id = rng.choice(principals), rng.choice(client_ids)
+        memo = rng.choice(memos)
+        got = throttling._sensors(_ctx(managers, principal, client_id, memo), manager, now)
+        assert got is manager.sensors_for(principal, client_id, now), step
+        assert got.bound == manager.callback.quota_limit(manager.quota_type, got.tags), step
+
+
+def test_a_quota_change_applies_to_the_next_request() -> None:
+    managers = _managers()
+    alice = KafkaPrincipal("User", "alice")
+    memo: dict[Any, Any] = {}
+    ctx = _ctx(managers, alice, "app", memo)
+    managers.quota_changed(QuotaEntity({"client-id": "app"}), "producer_byte_rate", 1000.0)
+    first = throttling._sensors(ctx, managers.produce, 0)
+    assert first.bound == 1000.0 and first.tags == {"user": "", "client-id": "app"}
+    assert throttling._sensors(ctx, managers.produce, 0) is first  # remembered
+    # A more specific quota: alice's own sensor from the next request on.
+    managers.quota_changed(QuotaEntity({"user": "alice"}), "producer_byte_rate", 50.0)
+    second = throttling._sensors(ctx, managers.produce, 1)
+    assert second is not first and second.bound == 50.0 and second.tags == {"user": "alice", "client-id": ""}
+    # The same connection authenticated as someone else.
+    ctx.connection.principal = KafkaPrincipal("User", "bob")
+    third = throttling._sensors(ctx, managers.produce, 2)
+    assert third.tags == {"user": "", "client-id": "app"}
+
+
+def test_a_custom_callback_is_asked_every_time() -> None:
+    class Counting(DefaultQuotaCallback):
+        asked = 0
+
+        def quota_metric_tags(self, quota_type: Any, principal: Any, client_id: str) -> dict[str, str]:
+            Counting.asked += 1
+            return super().quota_metric_tags(quota_type, principal, client_id)
+
+    managers = _managers()
+    managers.replace_callback(Counting(), [], None)  # type: ignore[arg-type]
+    assert not managers.produce.memoizable
+    ctx = _ctx(managers, KafkaPrincipal("User", "alice"), "app", {})
+    for now in range(5):
+        throttling._sensors(ctx, managers.produce, now)
+    assert Counting.asked == 5
