@@ -2,9 +2,11 @@
 (`record.requests.max` entries, `record.requests.max.bytes` of request frames) and
 optionally appended to a JSON-lines file (`record.file`).
 
-The ring holds the decoded objects themselves; they become dicts only when read, and the
-file is written by a background task through an executor, so the request path pays for
-one tuple and a deque append.
+The ring holds the request's context itself (its decoded header and body among its fields)
+with the response and what may change on the connection later (principal, client
+software): one tuple, built from what is at hand. Entries become `Recorded` tuples and
+dicts only when read, and the file is written by a background task through an executor,
+so the request path pays for one tuple and a deque append.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from messages.registry import api_name
 log = logging.getLogger("broker.recording")
 T = TypeVar("T")
 FLUSH_INTERVAL_S = 0.2
+_time_ns = time.time_ns
 
 
 class Recorded(NamedTuple):
@@ -75,6 +78,30 @@ def _redact(api_key: int, found: dict[str, Any]) -> dict[str, Any]:
     return found
 
 
+# What the request path keeps per request: (time_ms, ctx, response, principal, client
+# software name, client software version); a Recorded when read.
+Kept = tuple[int, RequestContext, Any, Any, str, str]
+
+
+def recorded(kept: Kept) -> Recorded:
+    time_ms, ctx, response, principal, software_name, software_version = kept
+    return Recorded(
+        time_ms,
+        ctx.node_id,
+        ctx.connection.connection_id,
+        str(principal),
+        software_name,
+        software_version,
+        ctx.api_key,
+        ctx.api_version,
+        ctx.header,
+        ctx.request,
+        response,
+        ctx.throttle_ms,
+        ctx.fault_id,
+    )
+
+
 def as_dict(entry: Recorded) -> dict[str, Any]:
     header = entry.header
     found = {
@@ -111,13 +138,13 @@ class RequestRecorder(Observer):
         self.max_requests = max_requests
         self.max_bytes = max_bytes
         self.enabled = max_requests > 0 or path is not None
-        # Entries with their request's frame size: a produce request's records are views
-        # of its frame, so the ring keeps the frames alive and is bounded by their bytes too.
-        self._ring: deque[tuple[Recorded, int]] = deque()
+        # A produce request's records are views of its frame, so the ring keeps the frames
+        # alive and is bounded by their bytes (each entry's ctx.request_bytes) too.
+        self._ring: deque[Kept] = deque()
         self._ring_bytes = 0
         self._on_loop = on_loop or (lambda fn: fn())
         self.path = path
-        self._unwritten: list[Recorded] = []
+        self._unwritten: list[Kept] = []
         self._writer: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
         if path is not None:
@@ -127,27 +154,20 @@ class RequestRecorder(Observer):
         if ctx.header is None:
             return  # refused before it was decoded: nothing to show
         connection = ctx.connection
-        entry = Recorded(
-            time.time_ns() // 1_000_000,
-            ctx.node_id,
-            connection.connection_id,
-            str(connection.principal),
+        entry = (
+            _time_ns() // 1_000_000,
+            ctx,
+            response,
+            connection.principal,
             connection.client_software_name,
             connection.client_software_version,
-            ctx.api_key,
-            ctx.api_version,
-            ctx.header,
-            ctx.request,
-            response,
-            ctx.throttle_ms,
-            ctx.fault_id,
         )
         if self.max_requests > 0:
             ring = self._ring
-            ring.append((entry, ctx.request_bytes))
+            ring.append(entry)
             self._ring_bytes += ctx.request_bytes
             while len(ring) > self.max_requests or (self._ring_bytes > self.max_bytes and len(ring) > 1):
-                self._ring_bytes -= ring.popleft()[1]
+                self._ring_bytes -= ring.popleft()[1].request_bytes
         if self.path is not None:
             self._unwritten.append(entry)
             if self._writer is None:
@@ -158,7 +178,7 @@ class RequestRecorder(Observer):
         api, version, header, request and response bodies (bytes as base64 in JSON)."""
 
         def pick() -> list[Recorded]:
-            found = [e for e, _ in self._ring if api_key is None or e.api_key == api_key]
+            found = [recorded(e) for e in self._ring if api_key is None or e[1].api_key == api_key]
             return found[max(len(found) - limit, 0) :] if limit is not None else found
 
         return [as_dict(entry) for entry in self._on_loop(pick)]
@@ -191,9 +211,10 @@ class RequestRecorder(Observer):
             await self._writer
 
 
-def _append_lines(path: str, entries: Iterable[Recorded]) -> None:
+def _append_lines(path: str, entries: Iterable[Kept]) -> None:
     with open(path, "a", encoding="utf-8") as out:
-        for entry in entries:
+        for kept in entries:
+            entry = recorded(kept)
             try:
                 out.write(json.dumps(as_dict(entry), default=to_json_value) + "\n")
             except Exception:  # one odd message must not lose the rest
