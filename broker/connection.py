@@ -111,7 +111,7 @@ class Connection(asyncio.Protocol):
         self.client_software_name = ""
         self.client_software_version = ""
         self.principal: KafkaPrincipal = ANONYMOUS
-        self.quota_memo: dict[Any, Any] = {}  # throttling.py's, per quota manager
+        self.memo: dict[Any, Any] = {}  # per stage or observer (ConnectionView.memo)
         # Until authentication completes on a SASL listener; None afterwards and elsewhere.
         self.sasl: SaslSession | None = new_session(broker.config, listener, broker.credentials)
         self.max_frame = self._frame_limit()

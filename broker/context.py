@@ -106,9 +106,10 @@ class ConnectionView(Protocol):
     client_software_version: str
 
     session_lifetime_ms: int
-    # throttling.py's memo of the quota sensors this connection's requests are measured
-    # on, per quota manager.
-    quota_memo: dict[Any, Any]
+    # What stages and observers remember per connection, keyed by who remembers it (a
+    # quota manager: the sensors this connection's requests are measured on; the
+    # conformance tracker: its client). Each checks that what it kept still holds.
+    memo: dict[Any, Any]
 
     def authenticated(self, sasl: SaslSession) -> None: ...
     def start_reauthentication(self) -> SaslSession | None: ...

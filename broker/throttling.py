@@ -105,7 +105,7 @@ def _sensors(ctx: RequestContext, manager: ClientQuotaManager, now: int) -> Clie
     client_id = ctx.client_id or ""
     if not manager.memoizable:
         return manager.sensors_for(principal, client_id, now)
-    memo = connection.quota_memo
+    memo = connection.memo
     found = memo.get(manager)
     if (
         found is not None

@@ -16,7 +16,6 @@ import fcntl
 import json
 import struct
 import termios
-import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -102,17 +101,23 @@ class ClientConformance:
         }
 
 
+@dataclass(slots=True)
+class _Seen:
+    """What one connection's requests are filed under (ConnectionView.memo)."""
+
+    software_name: str
+    software_version: str
+    client_id: str | None
+    client: ClientConformance
+    tags_checked: set[tuple[int, int]]  # (api key, version) walked for unknown tagged fields
+
+
 class ConformanceTracker(Observer):
     """What each client software did, across all brokers of the cluster."""
 
     def __init__(self, on_loop: Callable[[Callable[[], Any]], Any] | None = None) -> None:
         self.clients: dict[tuple[str, str], ClientConformance] = {}  # by software name and version
         self._on_loop = on_loop or (lambda fn: fn())
-        # Per connection, the (api key, version) pairs already walked for unknown tagged
-        # fields: the walk costs more than the decode, so once each is enough.
-        self._tags_checked: weakref.WeakKeyDictionary[ConnectionView, set[tuple[int, int]]] = (
-            weakref.WeakKeyDictionary()
-        )
 
     def _client(self, connection: ConnectionView) -> ClientConformance:
         """Clients that do not name their software (ApiVersions before v3) are told
@@ -131,26 +136,51 @@ class ConformanceTracker(Observer):
         if ctx.header is None:
             return  # refused before decoding: its oddity is counted already
         connection = ctx.connection
-        checked = self._tags_checked.get(connection)
-        if checked is None:
-            checked = self._tags_checked[connection] = set()
-        version = (ctx.api_key, ctx.api_version)
-        if version not in checked and is_flexible(ctx.api_key, ctx.api_version):
-            checked.add(version)
-            for path in unknown_tagged_fields(ctx.header) + unknown_tagged_fields(ctx.request):
-                self.oddity(connection, f"unknown tagged field {path} in v{ctx.api_version}")
+        api_key, api_version = ctx.api_key, ctx.api_version
+        # What this connection's requests were filed under, kept on the connection while
+        # its client software and client id stay: one lookup per request instead of
+        # finding the client and adding the id and connection to its sets again.
+        seen = connection.memo.get(self)
+        if (
+            seen is None
+            or seen.software_name is not connection.client_software_name
+            or seen.software_version is not connection.client_software_version
+            or seen.client_id != ctx.client_id
+        ):
+            seen = self._file(ctx, connection, seen)
+        client = seen.client
+        version = (api_key, api_version)
+        if version not in seen.tags_checked:
+            # The unknown-tagged-field walk costs more than the decode: once per
+            # (API, version) and connection is enough.
+            seen.tags_checked.add(version)
+            if is_flexible(api_key, api_version):
+                for path in unknown_tagged_fields(ctx.header) + unknown_tagged_fields(ctx.request):
+                    self.oddity(connection, f"unknown tagged field {path} in v{api_version}")
+        versions = client.versions.get(api_key)
+        if versions is None:
+            versions = client.versions[api_key] = Counter()
+        versions[api_version] += 1
+        if response is not None and (ctx.error_code is None or ctx.error_code):
+            self._errors(client, api_key, response)
+        if ctx.throttle_ms > 0:
+            client.throttled_responses += 1
+
+    def _file(self, ctx: RequestContext, connection: ConnectionView, was: _Seen | None) -> _Seen:
+        """Files the connection (and the request's client id) under its client."""
         client = self._client(connection)
         if ctx.client_id is not None:
             client.client_ids.add(ctx.client_id)
         client.connections.add((ctx.node_id, connection.connection_id))
-        versions = client.versions.get(ctx.api_key)
-        if versions is None:
-            versions = client.versions[ctx.api_key] = Counter()
-        versions[ctx.api_version] += 1
-        if response is not None and (ctx.error_code is None or ctx.error_code):
-            self._errors(client, ctx.api_key, response)
-        if ctx.throttle_ms > 0:
-            client.throttled_responses += 1
+        seen = _Seen(
+            connection.client_software_name,
+            connection.client_software_version,
+            ctx.client_id,
+            client,
+            was.tags_checked if was is not None else set(),
+        )
+        connection.memo[self] = seen
+        return seen
 
     def _errors(self, client: ClientConformance, api_key: int, response: Any) -> None:
         codes = error_codes(response)

@@ -52,7 +52,7 @@ def _managers() -> QuotaManagers:
 
 
 def _ctx(managers: QuotaManagers, principal: KafkaPrincipal, client_id: str, memo: dict[Any, Any]) -> Any:
-    connection = SimpleNamespace(principal=principal, quota_memo=memo)
+    connection = SimpleNamespace(principal=principal, memo=memo)
     return SimpleNamespace(
         connection=connection, client_id=client_id, broker=SimpleNamespace(quota_managers=managers)
     )
