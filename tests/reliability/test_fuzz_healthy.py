@@ -5,13 +5,14 @@ offsets and the topic, the group's story from kafka-python's log)."""
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from broker import MockCluster
-from broker.harness.fuzzing import HealthyClient, broker_view
+from broker.harness.fuzzing import HealthyClient, Numbers, broker_view
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.conftest import FAST
@@ -97,3 +98,19 @@ def test_the_healthy_client_completes_a_join_whose_sync_group_is_late(cluster: M
     report = healthy(cluster).start().stop(timeout_s=30, at_least=20)
     assert not report.problems(), "\n".join(report.problems())
     assert "No partition metadata for topic healthy" in "\n".join(report.events)
+
+
+def test_numbers_are_a_set_of_runs() -> None:
+    """The healthy client's record numbers (Numbers): a set, whatever the order, in a
+    few runs when nearly in order."""
+    rng = random.Random(22)
+    for _ in range(200):
+        values = [rng.randrange(60) for _ in range(rng.randrange(80))]
+        other = [rng.randrange(60) for _ in range(rng.randrange(80))]
+        numbers, theirs = Numbers(), Numbers(other)
+        assert [numbers.add(v) for v in values] == [v not in values[:i] for i, v in enumerate(values)]
+        assert list(numbers) == sorted(set(values)) and len(numbers) == len(set(values))
+        lacking = sorted(set(values) - set(other))
+        assert numbers.missing_from(theirs, show=5) == (len(lacking), lacking[:5])
+    swapped_pairs = Numbers(i + 1 if i % 2 else i - 1 for i in range(1, 100_001))  # 2, 1, 4, 3, ...
+    assert len(swapped_pairs) == 100_000 and swapped_pairs.runs() == [(1, 100_001)]
