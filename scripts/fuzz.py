@@ -30,12 +30,20 @@ frames' bytes in hex); the run goes on. Frames the generator did not write (libF
 mutated ones) are decoded first and not sent when they name what the healthy clients use
 or would change a live broker's config: libFuzzer learns names such as "healthy" and
 "ANONYMOUS" from the comparisons it observes, and a quota or a topic deletion it sent
-would break those clients legitimately; they are counted as "not sent (protected)". Progress lines give inputs, inputs/s and the process's RSS (the broker runs in this
+would break those clients legitimately; they are counted as "not sent (protected)".
+
+Progress lines give inputs, inputs/s and the process's RSS (the broker runs in this
 process: RSS is the broker's plus the fuzzer's, which is small and constant, and with
 atheris libFuzzer's in-memory corpus). The state fuzz inputs legitimately create
 (topics, ACLs, quotas, SCRAM users, groups, the conformance report's clients) is deleted
-after a warm-up, every --settle-every inputs and at the end, before the RSS that is
-compared is taken, so "memory flat" compares like with like. Exit status 1 when anything was found.
+after the warm-up, every --settle-every inputs and at the end, and freed memory handed
+back (gc, malloc_trim), before the RSS that is compared is taken, with Python's count of
+allocated blocks (live objects, which allocator fragmentation does not inflate). The
+warm-up (200,000 inputs) lets RSS reach the high-water mark the largest inputs leave
+(a 10,000-partition topic is ~30 MB while it lives; freed among longer-lived objects, its
+arenas stay partly in use); from there on RSS is flat, so "memory flat" compares like
+with like. What grows legitimately after it: the healthy topics' logs, up to
+log.retention.bytes (1 MiB a partition). Exit status 1 when anything was found.
 """
 
 from __future__ import annotations
@@ -210,6 +218,7 @@ class Fuzzer:
         self.last_inputs = 0
         self.rss_setup = rss_mb()
         self.rss_start: float | None = None
+        self.blocks_start = 0
         self.last_settle = 0
         print(
             f"fuzzing {len(self.generator.pairs())} (API key, version) pairs of {len(self.advertised)} APIs; "
@@ -230,14 +239,21 @@ class Fuzzer:
             self.record(found, logged, batches)
         if self.rss_start is None and self.inputs >= self.args.warmup:
             self.rss_start = self.settle()
+            self.blocks_start = sys.getallocatedblocks()
             self.last_settle = self.inputs
             print(
-                f"RSS at start (after {self.inputs} inputs, fuzz state deleted): {self.rss_start:.1f} MB",
+                f"RSS at start (after {self.inputs} inputs, fuzz state deleted): {self.rss_start:.1f} MB, "
+                f"{self.blocks_start} Python allocated blocks",
                 flush=True,
             )
         elif self.args.settle_every and self.inputs - self.last_settle >= self.args.settle_every:
             self.last_settle = self.inputs
-            print(f"RSS after {self.inputs} inputs, fuzz state deleted: {self.settle():.1f} MB", flush=True)
+            rss = self.settle()
+            print(
+                f"RSS after {self.inputs} inputs, fuzz state deleted: {rss:.1f} MB, "
+                f"{sys.getallocatedblocks()} Python allocated blocks",
+                flush=True,
+            )
         if self.inputs - self.last_inputs >= self.args.report_every:
             self.report()
 
@@ -349,11 +365,18 @@ class Fuzzer:
             self.findings += 1
             print(f"FINDING {self.findings}: {problem[:2000]}", flush=True)
         rss_end = self.settle()
+        blocks_end = sys.getallocatedblocks()
         start = self.rss_start if self.rss_start is not None else self.rss_setup
+        blocks = (
+            f"; Python allocated blocks at start {self.blocks_start}, at end {blocks_end} "
+            f"({(blocks_end / self.blocks_start - 1) * 100:+.1f} %)"
+            if self.blocks_start
+            else ""
+        )
         print(
             f"done: {self.inputs} inputs in {elapsed:.0f} s ({self.inputs / max(elapsed, 1e-9):.0f} inputs/s), "
-            f"{self.findings} findings, {self.filtered} not sent (protected); RSS at start {start:.1f} MB, at end {rss_end:.1f} MB "
-            f"({(rss_end / start - 1) * 100:+.1f} %), fuzz state deleted before each",
+            f"{self.findings} findings, {self.filtered} not sent (protected); RSS at start {start:.1f} MB, at end "
+            f"{rss_end:.1f} MB ({(rss_end / start - 1) * 100:+.1f} %), fuzz state deleted before each{blocks}",
             flush=True,
         )
         self.plain.close()
@@ -535,10 +558,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inputs", type=int, default=1_000_000, help="inputs to run (default 1,000,000)")
     parser.add_argument("--seed", type=int, default=22)
     parser.add_argument("--engine", choices=("auto", "atheris", "mutate"), default="auto")
-    parser.add_argument("--warmup", type=int, default=20_000, help="inputs before the start RSS is taken")
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=200_000,
+        help="inputs before the start RSS is taken (default 200,000: by then the allocators have "
+        "reached the high-water mark the largest inputs leave, and RSS stays there)",
+    )
     parser.add_argument("--report-every", type=int, default=50_000)
     parser.add_argument(
-        "--settle-every", type=int, default=200_000, help="delete the fuzz state and print the RSS this often"
+        "--settle-every", type=int, default=100_000, help="delete the fuzz state and print the RSS this often"
     )
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="seconds an answer may take (else a finding)"
