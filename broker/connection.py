@@ -148,6 +148,7 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.idle = asyncio.Event()
         self.idle.set()
+        self._idle_set = True  # mirrors idle.is_set() without a call per round
 
     # -- asyncio.Protocol ----------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -213,6 +214,7 @@ class Connection(asyncio.Protocol):
         self.close()
         self.broker.connections.discard(self)
         self.idle.set()
+        self._idle_set = True
 
     def _start_tls(self) -> None:
         """Puts the TLS layer (the loop's own SSLProtocol, as start_tls does, but at once,
@@ -406,9 +408,19 @@ class Connection(asyncio.Protocol):
         if full and self._pending and not self._round_scheduled:
             self._round_scheduled = True
             asyncio.get_running_loop().call_soon(self._next_round)
-        self._update_reading()
-        if not self._busy and not self._pending:
+        if (
+            self._pending
+            or self._reading_paused
+            or self._queue_full
+            or self._muted
+            or self._write_paused
+            or self._handshaking
+            or self.pipeline.held
+        ):
+            self._update_reading()  # else reading stays on: nothing to change
+        if not self._idle_set and not self._busy and not self._pending:
             self.idle.set()
+            self._idle_set = True
 
     def _next_round(self) -> None:
         self._round_scheduled = False
@@ -436,6 +448,7 @@ class Connection(asyncio.Protocol):
             if waiting is not None:
                 self._busy = True
                 self.idle.clear()
+                self._idle_set = False
                 self._task_started = False
                 self._task = asyncio.get_running_loop().create_task(self._finish(waiting))
 

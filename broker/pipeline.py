@@ -22,11 +22,12 @@ kept.
 from __future__ import annotations
 
 import functools
-import inspect
 import logging
+import struct
 import time
 import weakref
 from collections.abc import Callable, Coroutine
+from types import CoroutineType
 from typing import Any, Protocol
 
 from broker import throttling
@@ -48,6 +49,7 @@ from protocol.headers import (
 from quotas.manager import ClientQuotaManager
 
 log = logging.getLogger("broker.pipeline")
+_SIZE = struct.Struct(">i")
 
 Handler = Callable[[RequestContext, Any], Any]
 Pending = Coroutine[Any, Any, None]
@@ -232,7 +234,7 @@ class RequestPipeline:
             return None
         except Exception:
             result = self._failed(connection, ctx)
-        if inspect.iscoroutine(result):
+        if isinstance(result, CoroutineType):  # inspect.iscoroutine, without the call
             ctx.handler_ns, ctx.resumed_ns = time.monotonic_ns() - received_ns, None
             return self._finish(connection, ctx, result)
         self._respond(connection, ctx, result)
@@ -351,7 +353,8 @@ class RequestPipeline:
         if connection.closed:
             return
         try:
-            throttling.finish_request(ctx)
+            if not ctx.quota_recorded:
+                throttling.finish_request(ctx)
         except Exception as exc:  # a quota callback failing: Kafka never answers, here it closes
             log.exception("%s: request quota of %s failed", connection.describe(), api_name(ctx.api_key))
             self._close_unanswered(connection, ctx, exc)
@@ -421,7 +424,7 @@ class RequestPipeline:
             return 0
         chunks = encode_response(response, api_key, api_version, correlation_id, body)
         connection.send(chunks)
-        return int.from_bytes(chunks[0][:4], "big")  # the size prefix encode_response framed
+        return int(_SIZE.unpack_from(chunks[0])[0])  # the size prefix encode_response framed
 
 
 @functools.cache

@@ -8,11 +8,13 @@ same way, except ApiVersions, whose response header is always v0 (KIP-511).
 from __future__ import annotations
 
 import struct
+import threading
 from typing import Any
 
 from kafka.protocol.api_header import RequestHeader
+from kafka.protocol.schemas.fields.codecs.encode_buffer import EncodeBuffer
 
-from messages.registry import request_class
+from messages.registry import request_class, response_class
 from protocol.api_keys import ApiKey
 from protocol.fast_codecs import (
     chunks_size,
@@ -43,8 +45,17 @@ def peek_header(frame: memoryview) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
+
+
 def is_flexible(api_key: int, api_version: int) -> bool:
-    return bool(request_class(api_key).flexible_version_q(api_version))
+    """Whether (API, version) uses the flexible encoding (and header v2/v1); cached."""
+    found = _FLEXIBLE.get((api_key, api_version))
+    if found is None:
+        found = _FLEXIBLE[(api_key, api_version)] = bool(
+            request_class(api_key).flexible_version_q(api_version)
+        )
+    return found
 
 
 def decode_header(frame: memoryview, flexible: bool) -> tuple[Any, int]:
@@ -61,33 +72,35 @@ def decode_body(api_key: int, api_version: int, body: memoryview) -> Any:
         request = decode_produce_request(body, api_version)
         if request is not None:
             return request
-    cls = request_class(api_key)
+    decoder, plan, name = _BODY_DECODERS.get((api_key, api_version)) or _body_decoder(api_key, api_version)
     try:
-        request, end = _body_decoder(api_key, api_version)(body, 0)
+        request, end = decoder(body, 0)
     except Exception as exc:
-        raise MalformedRequest(f"undecodable {cls.name} v{api_version}: {exc!r}") from exc
+        raise MalformedRequest(f"undecodable {name} v{api_version}: {exc!r}") from exc
     if end > len(body):
         # kafka-python slices a string or bytes field that claims more than is left
         # without complaint; Kafka's readers run out of buffer.
-        raise MalformedRequest(f"undecodable {cls.name} v{api_version}: {end - len(body)} bytes short")
-    _check_nulls(request, _null_plan(api_key, api_version), cls.name)
+        raise MalformedRequest(f"undecodable {name} v{api_version}: {end - len(body)} bytes short")
+    if plan:
+        _check_nulls(request, plan, name)
     return request
 
 
-_BODY_DECODERS: dict[tuple[int, int], Any] = {}
+# (API, version) -> (kafka-python's compiled decoder, the null plan, the struct's name)
+_BODY_DECODERS: dict[tuple[int, int], tuple[Any, NullPlan, str]] = {}
 
 
-def _body_decoder(api_key: int, version: int) -> Any:
+def _body_decoder(api_key: int, version: int) -> tuple[Any, NullPlan, str]:
     """kafka-python's compiled decoder of (API, version), which returns the end offset
-    as well (ApiMessage.decode drops it)."""
-    decoder = _BODY_DECODERS.get((api_key, version))
-    if decoder is None:
-        cls = request_class(api_key)
-        flexible = bool(cls.flexible_version_q(version))
-        decoder = _BODY_DECODERS[(api_key, version)] = cls._struct.compiled_decode_from(
-            version, compact=flexible, tagged=flexible, data_class=cls[None]
-        )
-    return decoder
+    as well (ApiMessage.decode drops it), with what decode_body checks after it: one
+    lookup per request for all three."""
+    cls = request_class(api_key)
+    flexible = bool(cls.flexible_version_q(version))
+    decoder = cls._struct.compiled_decode_from(
+        version, compact=flexible, tagged=flexible, data_class=cls[None]
+    )
+    found = _BODY_DECODERS[(api_key, version)] = (decoder, _null_plan(api_key, version), cls.name)
+    return found
 
 
 # (field name, nullable, kind, checks for the struct or its elements) for the fields that
@@ -153,7 +166,7 @@ def encode_body(response: Any, api_key: int, api_version: int) -> list[Any]:
         chunks = encode_produce_response(response, api_version)
     else:
         chunks = None
-    return [response.encode(version=api_version)] if chunks is None else chunks
+    return [_encode_framed(response, api_key, api_version, 0, 0)] if chunks is None else chunks
 
 
 def encode_response(
@@ -161,11 +174,52 @@ def encode_response(
 ) -> list[Any]:
     """Size + response header, then the body's chunks (encoded here unless `body` is
     given: a fetch measured against its quota), to write back to back; nothing is
-    joined, so a large body (fetch) is never copied to prepend the header.
-    ApiVersions responses always use header v0 (KIP-511)."""
+    joined, so a large body (fetch) is never copied to prepend the header. A response
+    kafka-python encodes is one chunk: its header written in front of its body in the
+    same buffer. ApiVersions responses always use header v0 (KIP-511)."""
+    header = 9 if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version) else 8
     if body is None:
-        body = encode_body(response, api_key, api_version)
+        if api_key == ApiKey.FETCH:
+            body = encode_fetch_response(response, api_version)
+        elif api_key == ApiKey.PRODUCE:
+            body = encode_produce_response(response, api_version)
+        if body is None:
+            return [_encode_framed(response, api_key, api_version, correlation_id, header)]
     size = chunks_size(body)
-    if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version):
+    if header == 9:
         return [_HEADER_V1.pack(size + 5, correlation_id, 0), *body]
     return [_HEADER_V0.pack(size + 4, correlation_id), *body]
+
+
+# (API, version) -> kafka-python's compiled encoder of the response body
+_BODY_ENCODERS: dict[tuple[int, int], Any] = {}
+_BUFFERS = threading.local()  # one encode buffer per thread (a process may run many clusters)
+
+
+def _encode_framed(response: Any, api_key: int, api_version: int, correlation_id: int, header: int) -> Any:
+    """The response encoded by kafka-python's compiled encoder, as `response.encode()`
+    does (the same encoder, the same bytes: tests/protocol/test_response_framing.py),
+    behind `header` bytes of size prefix and response header (0: none) written in the
+    same buffer: one copy out, no pool context manager, no list of chunks to frame."""
+    encode = _BODY_ENCODERS.get((api_key, api_version))
+    if encode is None:
+        cls = response_class(api_key)
+        flexible = bool(cls.flexible_version_q(api_version))
+        encode = _BODY_ENCODERS[(api_key, api_version)] = cls._struct.compiled_encode_into(
+            api_version, compact=flexible, tagged=flexible
+        )
+    if response._version != api_version:
+        response.API_VERSION = api_version  # as encode(version=...) sets it
+    try:
+        out = _BUFFERS.out
+    except AttributeError:
+        out = _BUFFERS.out = EncodeBuffer(4096)
+    out.pos = header
+    encode(response, out)
+    end = out.pos
+    buf = out.buf
+    if header == 9:
+        _HEADER_V1.pack_into(buf, 0, end - 4, correlation_id, 0)
+    elif header == 8:
+        _HEADER_V0.pack_into(buf, 0, end - 4, correlation_id)
+    return buf[:end]
