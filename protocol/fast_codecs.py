@@ -363,6 +363,32 @@ def encode_fetch_response(response: Any, version: int) -> list[Any] | None:
     return out.done()
 
 
+# HeartbeatResponse framed whole: size, correlation id (and the flexible header's empty
+# tags), then throttle_time_ms (v1+) and error_code (and the body's empty tags in v4+).
+_HEARTBEAT_V0 = struct.Struct(">iih")
+_HEARTBEAT_V1 = struct.Struct(">iiih")
+_HEARTBEAT_V4 = struct.Struct(">iiBihB")
+
+
+def frame_heartbeat_response(response: Any, version: int, correlation_id: int) -> bytes | None:
+    """A HeartbeatResponse with its size prefix and response header, as kafka-python's
+    encoder and protocol.headers frame it: an established consumer group's members send
+    one per member every few seconds, and the generic encoder (a call per struct for its
+    tagged fields) cost more than the handler. None when a tagged field is set or a value
+    does not fit (the generic encoder decides); tests/protocol/test_fast_codecs_small.py
+    checks the bytes for every version."""
+    try:
+        if version >= 4:
+            if response.tags or response.unknown_tags:
+                return None
+            return _HEARTBEAT_V4.pack(12, correlation_id, 0, response.throttle_time_ms, response.error_code, 0)
+        if version >= 1:
+            return _HEARTBEAT_V1.pack(10, correlation_id, response.throttle_time_ms, response.error_code)
+        return _HEARTBEAT_V0.pack(6, correlation_id, response.error_code)
+    except struct.error:
+        return None
+
+
 def chunks_size(chunks: list[Any]) -> int:
     """The bytes of an encoded message written as chunks."""
     return sum(len(chunk) for chunk in chunks)

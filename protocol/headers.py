@@ -21,6 +21,7 @@ from protocol.fast_codecs import (
     decode_produce_request,
     encode_fetch_response,
     encode_produce_response,
+    frame_heartbeat_response,
 )
 
 _FIXED = struct.Struct(">hhi")
@@ -183,6 +184,12 @@ def encode_response(
             body = encode_fetch_response(response, api_version)
         elif api_key == ApiKey.PRODUCE:
             body = encode_produce_response(response, api_version)
+        elif api_key == ApiKey.HEARTBEAT:
+            framed = frame_heartbeat_response(response, api_version, correlation_id)
+            if framed is not None:
+                if response._version != api_version:
+                    response.API_VERSION = api_version  # as encode(version=...) sets it
+                return [framed]
         if body is None:
             return [_encode_framed(response, api_key, api_version, correlation_id, header)]
     size = chunks_size(body)

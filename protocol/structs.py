@@ -85,3 +85,29 @@ def copy_struct(obj: Any) -> Any:
         except AttributeError:  # not set: left unset
             pass
     return copied
+
+
+def maker(cls: type, *names: str) -> Callable[..., Any]:
+    """A function of the values of `names` (positional, in that order) building what
+    `cls(**dict(zip(names, values)))` builds without a version, as nested entries of a
+    response usually are: exactly those fields set, the rest read as their schema
+    defaults, the tagged ones among them named in `tags`. A handler writes one per kind of
+    entry it builds many of (DataContainer.__init__ walks every field of the schema per
+    object); tests/protocol/test_structs.py compares both."""
+    struct = cls._struct  # type: ignore[attr-defined]
+    fields = {field.name: field for field in struct._fields}
+    unknown = [name for name in names if name not in fields]
+    if unknown:
+        raise ValueError(f"Unrecognized fields for type {struct.name}: {unknown}")
+    if any(keyword.iskeyword(name) or not name.isidentifier() for name in names) or issubclass(cls, ApiMessage):
+        return lambda *values: cls(**dict(zip(names, values, strict=True)))
+    tagged = {name for name in names if fields[name]._tag is not None}
+    scope: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
+    body = ["obj = _new(_cls)", "obj._version = None", "obj.unknown_tags = None"]
+    body.append(f"obj.tags = {tagged!r}" if tagged else "obj.tags = None")
+    body += [f"obj.{name} = {name}" for name in names]
+    body.append("return obj")
+    source = f"def make({', '.join(names)}):\n" + "\n".join(f"    {line}" for line in body)
+    exec(source, scope)  # noqa: S102 - names are checked identifiers of the schema
+    made: Callable[..., Any] = scope["make"]
+    return made

@@ -21,7 +21,7 @@ _SAFE = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01234567
 class QuotaEntity(Mapping[str, str | None]):
     """An immutable, hashable entity such as {user: "alice", client-id: None}."""
 
-    __slots__ = ("_items", "_hash")
+    __slots__ = ("_items", "_hash", "_kafka_items")
 
     def __init__(self, items: Mapping[str, str | None] | Iterable[tuple[str, str | None]] = ()) -> None:
         pairs = dict(items.items() if isinstance(items, Mapping) else items)
@@ -29,6 +29,7 @@ class QuotaEntity(Mapping[str, str | None]):
             sorted(pairs.items(), key=lambda kv: _type_order(kv[0]))
         )
         self._hash = hash(self._items)
+        self._kafka_items: list[tuple[str, str | None]] | None = None
 
     def __getitem__(self, key: str) -> str | None:
         for entity_type, name in self._items:
@@ -59,8 +60,13 @@ class QuotaEntity(Mapping[str, str | None]):
         `new HashMap<>(components)`, so client-id comes before user, and before ip (the
         ip, client-id order of a 16-bucket table would differ). A type repeated on the
         wire would make that table larger; it is counted once here."""
-        capacity = hashmap_capacity(len(self._items), len(self._items))
-        return [(entity_type, self[entity_type]) for entity_type in hashmap_order(self, capacity)]
+        found = self._kafka_items
+        if found is None:  # the entity never changes: worked out once (DescribeClientQuotas)
+            capacity = hashmap_capacity(len(self._items), len(self._items))
+            found = self._kafka_items = [
+                (entity_type, self[entity_type]) for entity_type in hashmap_order(self, capacity)
+            ]
+        return list(found)
 
     def __str__(self) -> str:
         """Kafka's ClientQuotaEntity.toString, used in its error messages."""

@@ -10,6 +10,7 @@ from broker.context import RequestContext
 from broker.security.authorizer import DESCRIBE_CONFIGS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.structs import maker
 from quotas.validation import QuotaError, parse_filter
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
@@ -33,12 +34,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             ((c.entity_type, c.match_type, c.match) for c in request.components), request.strict
         )
     except QuotaError as exc:
+        ctx.error_code, ctx.error_count = exc.code, 1
         return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message, entries=None)
     entries = [
-        Entry(
-            entity=[Entity(entity_type=t, entity_name=n) for t, n in entity.kafka_items()],
-            values=[Value(key=key, value=value) for key, value in values.items()],
-        )
+        _entry([_entity(t, n) for t, n in entity.kafka_items()], [_value(k, v) for k, v in values.items()])
         for entity, values in ctx.broker.quotas.store.describe(quota_filter)
     ]
+    ctx.error_code = ctx.error_count = 0  # the one error code is NONE: nothing to walk for
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, entries=entries)
+
+
+# Entries built as the unversioned constructors build them, without their schema walk.
+_entry = maker(Entry, "entity", "values")
+_entity = maker(Entity, "entity_type", "entity_name")
+_value = maker(Value, "key", "value")
