@@ -267,6 +267,9 @@ def _tagged_set(item: Any, names: tuple[str, ...]) -> bool:
     return False
 
 
+_PRODUCE_TAGS: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}  # version -> (response's, partition's)
+
+
 def encode_produce_response(response: Any, version: int) -> list[Any] | None:
     """ProduceResponse v3+ as kafka-python encodes it; None when a leader hint (KIP-951)
     or any other tagged field is set."""
@@ -274,9 +277,15 @@ def encode_produce_response(response: Any, version: int) -> list[Any] | None:
         return None
     flexible = version >= _PRODUCE_FLEXIBLE
     by_id = version >= _TOPIC_IDS
-    if flexible and _tagged_set(response, _tags_in(ProduceResponse, version, "node_endpoints")):
+    tags = _PRODUCE_TAGS.get(version)
+    if tags is None:
+        tags = _PRODUCE_TAGS[version] = (
+            _tags_in(ProduceResponse, version, "node_endpoints"),
+            _tags_in(_PartitionResult, version, "current_leader"),
+        )
+    if flexible and _tagged_set(response, tags[0]):
         return None
-    partition_tags = _tags_in(_PartitionResult, version, "current_leader")
+    partition_tags = tags[1]
     out = _Writer(flexible)
     buf = out.buf
     out.count(response.responses)

@@ -87,25 +87,34 @@ def copy_struct(obj: Any) -> Any:
     return copied
 
 
-def maker(cls: type, *names: str) -> Callable[..., Any]:
+def maker(cls: type, *names: str, version: int | None = None) -> Callable[..., Any]:
     """A function of the values of `names` (positional, in that order) building what
-    `cls(**dict(zip(names, values)))` builds without a version, as nested entries of a
-    response usually are: exactly those fields set, the rest read as their schema
-    defaults, the tagged ones among them named in `tags`. A handler writes one per kind of
-    entry it builds many of (DataContainer.__init__ walks every field of the schema per
-    object); tests/protocol/test_structs.py compares both."""
+    `cls(version=version, **dict(zip(names, values)))` builds: the given fields set (in
+    the version or not, as the constructor sets them), the version's other fields set to
+    their defaults (none without a version: they read as their schema defaults), the
+    tagged ones given named in `tags`. A handler writes one per kind of entry it builds
+    many of: DataContainer.__init__ walks every field of the schema per object, and
+    `new` falls back to it for a field outside the version. tests/protocol/
+    test_structs_maker.py compares both."""
     struct = cls._struct  # type: ignore[attr-defined]
     fields = {field.name: field for field in struct._fields}
     unknown = [name for name in names if name not in fields]
     if unknown:
         raise ValueError(f"Unrecognized fields for type {struct.name}: {unknown}")
+    if version is not None and not struct.min_version <= version <= struct.max_version:
+        raise ValueError(f"Invalid version: {version} (min={struct.min_version}, max={struct.max_version})")
     if any(keyword.iskeyword(name) or not name.isidentifier() for name in names) or issubclass(cls, ApiMessage):
-        return lambda *values: cls(**dict(zip(names, values, strict=True)))
+        return lambda *values: cls(version=version, **dict(zip(names, values, strict=True)))
     tagged = {name for name in names if fields[name]._tag is not None}
     scope: dict[str, Any] = {"_cls": cls, "_new": object.__new__}
-    body = ["obj = _new(_cls)", "obj._version = None", "obj.unknown_tags = None"]
+    body = ["obj = _new(_cls)", f"obj._version = {version!r}", "obj.unknown_tags = None"]
     body.append(f"obj.tags = {tagged!r}" if tagged else "obj.tags = None")
-    body += [f"obj.{name} = {name}" for name in names]
+    for index, field in enumerate(struct._fields):
+        if field.name in names:
+            body.append(f"obj.{field.name} = {field.name}")
+        elif version is not None and field.for_version_q(version):
+            scope[f"_d{index}"] = field.default
+            body.append(f"obj.{field.name} = _d{index}")
     body.append("return obj")
     source = f"def make({', '.join(names)}):\n" + "\n".join(f"    {line}" for line in body)
     exec(source, scope)  # noqa: S102 - names are checked identifiers of the schema

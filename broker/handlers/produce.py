@@ -6,6 +6,7 @@ included (its connection is muted too, though no response is sent)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kafka.protocol.producer import ProduceResponse
@@ -27,7 +28,7 @@ from broker.state.records import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.structs import new
+from protocol.structs import maker, new
 
 API_KEY = ApiKey.PRODUCE
 TopicResult = ProduceResponse.TopicProduceResponse
@@ -188,6 +189,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     ctx.error_code = ctx.error_count = 0  # counted here: the metrics row need not walk the response
     version = ctx.api_version
     uses_ids = version >= 13
+    make_result, make_topic = _MAKERS.get(version) or _makers(version)
     responses = []
     failed = False
     leaders: set[int] = set()  # brokers named in current_leader (KIP-951 node endpoints)
@@ -219,32 +221,33 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if error != ErrorCode.NONE:
                 failed = True
                 ctx.count_error(error)
-            extra = {}
+            log_start = partition.log.log_start_offset if partition is not None else -1
             if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
-                extra["current_leader"] = LeaderIdAndEpoch(
-                    leader_id=leader.leader, leader_epoch=leader.leader_epoch
-                )
                 leaders.add(leader.leader)
-            results.append(
-                new(
-                    PartitionResult,
-                    version,
-                    index=data.index,
-                    error_code=error,
-                    base_offset=base_offset,
-                    log_append_time_ms=append_time,
-                    log_start_offset=partition.log.log_start_offset if partition is not None else -1,
-                    record_errors=record_errors,
-                    error_message=message,
-                    **extra,
+                results.append(
+                    new(
+                        PartitionResult,
+                        version,
+                        index=data.index,
+                        error_code=error,
+                        base_offset=base_offset,
+                        log_append_time_ms=append_time,
+                        log_start_offset=log_start,
+                        record_errors=record_errors,
+                        error_message=message,
+                        current_leader=LeaderIdAndEpoch(
+                            leader_id=leader.leader, leader_epoch=leader.leader_epoch
+                        ),
+                    )
                 )
-            )
-        responses.append(
-            new(TopicResult, version, topic_id=topic_data.topic_id, partition_responses=results)
-            if uses_ids
-            else new(TopicResult, version, name=topic_data.name, partition_responses=results)
-        )
+            else:
+                results.append(
+                    make_result(
+                        data.index, error, base_offset, append_time, log_start, record_errors, message
+                    )
+                )
+        responses.append(make_topic(topic_data.topic_id if uses_ids else topic_data.name, results))
     throttling.record_produce(ctx, acks)
     if acks == 0:
         if failed:
@@ -255,6 +258,30 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if leaders:
         extra_fields["node_endpoints"] = _endpoints(ctx, leaders)
     return ctx.response(responses=responses, throttle_time_ms=0, **extra_fields)
+
+
+# Per version, the constructors of a partition's and a topic's result, positional and
+# written once (protocol.structs.maker): what `new(PartitionResult, version, index=...,
+# ...)` builds (and, for v3-v7, whose versions lack some of these fields, what its
+# fallback to the schema-walking constructor built), without a keyword dict per partition.
+_MAKERS: dict[int, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+_RESULT_FIELDS = (
+    "index",
+    "error_code",
+    "base_offset",
+    "log_append_time_ms",
+    "log_start_offset",
+    "record_errors",
+    "error_message",
+)
+
+
+def _makers(version: int) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    found = _MAKERS[version] = (
+        maker(PartitionResult, *_RESULT_FIELDS, version=version),
+        maker(TopicResult, "topic_id" if version >= 13 else "name", "partition_responses", version=version),
+    )
+    return found
 
 
 def _endpoints(ctx: RequestContext, node_ids: set[int]) -> list[Any]:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from broker.state.compaction import Cleaned, CompactionConfig, clean_batch, latest_offsets
 from broker.state.records import (
+    BATCH_PREFIX,
     CONTROL_FLAG,
     TRANSACTIONAL_FLAG,
     BatchInfo,
@@ -38,7 +39,6 @@ from broker.state.records import (
     record_timestamps,
     set_log_append_time,
     split_batches,
-    stamp_batch,
 )
 from protocol.errors import ErrorCode
 
@@ -316,7 +316,7 @@ class PartitionLog:
             segment = self._segment = _Segment(max(size, len(data)))
             start = segment.add(data)
         size = len(data)
-        stamp_batch(segment.view, start, size, base, leader_epoch)
+        BATCH_PREFIX.pack_into(segment.view, start, base, size - 12, leader_epoch)  # stamp_batch, inlined
         self._base_offsets.append(base)
         self._last_offsets.append(last)
         self._max_timestamps.append(max_timestamp)

@@ -24,6 +24,7 @@ _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21  # the CRC covers attributes..end
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+BATCH_PREFIX = _PREFIX  # what stamp_batch writes (the log inlines it: one call per batch fewer)
 _LAST_OFFSET_DELTA_OFFSET = 23
 _MAX_TIMESTAMP_OFFSET = 35  # after lastOffsetDelta int32 and baseTimestamp int64
 _ATTRIBUTES_AND_TIMESTAMPS = struct.Struct(">h")

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from kafka.protocol.admin import DescribeClientQuotasResponse
 from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.producer import ProduceResponse
 
 from protocol.structs import maker, new
 
@@ -17,6 +18,8 @@ Topic = MetadataResponse.MetadataResponseTopic
 Partition = Topic.MetadataResponsePartition
 Broker = MetadataResponse.MetadataResponseBroker
 Entry = DescribeClientQuotasResponse.EntryData
+ProduceTopic = ProduceResponse.TopicProduceResponse
+ProducePartition = ProduceTopic.PartitionProduceResponse
 
 
 def _slots(value: Any) -> dict[str, Any]:
@@ -134,3 +137,34 @@ def test_metadata_responses_of_made_entries_encode_the_same() -> None:
         made, plain = response(version, True), response(version, False)
         assert bytes(made.encode(version=version)) == bytes(plain.encode(version=version))
         assert made.to_dict(meta="all", json=False) == plain.to_dict(meta="all", json=False)
+
+
+PRODUCE_RESULT = {
+    "index": 3,
+    "error_code": 0,
+    "base_offset": 42,
+    "log_append_time_ms": -1,
+    "log_start_offset": 0,
+    "record_errors": [],
+    "error_message": None,
+}
+
+
+@pytest.mark.parametrize(
+    ("cls", "fields"),
+    [
+        (ProducePartition, PRODUCE_RESULT),
+        (ProducePartition, {**PRODUCE_RESULT, "error_code": 6, "error_message": "not the leader"}),
+        (ProduceTopic, {"name": "t", "partition_responses": []}),
+        (ProduceTopic, {"topic_id": uuid.uuid4(), "partition_responses": []}),
+    ],
+)
+def test_a_versioned_maker_builds_what_the_constructor_builds(cls: type, fields: dict[str, Any]) -> None:
+    """With a version: the given fields (in the version or not) and the version's defaults,
+    as `cls(version=v, **fields)` (and `new`, which falls back to it) builds them."""
+    for version in range(ProduceResponse.min_version, ProduceResponse.max_version + 1):
+        built = maker(cls, *fields, version=version)(*fields.values())
+        expected = cls(version=version, **fields)
+        assert _slots(built) == _slots(expected), version
+        assert built.to_dict(meta="all", json=False) == expected.to_dict(meta="all", json=False)
+        assert _slots(new(cls, version, **fields)) == _slots(expected)
