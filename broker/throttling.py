@@ -189,20 +189,23 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
     included), and the request quota unless acks=0 (exempt, only counted)."""
     ctx.quota_recorded = True
     managers = ctx.broker.quota_managers
-    if not (managers.produce.enabled or managers.request.enabled):
+    produce, request = managers.produce, managers.request
+    if not (produce.enabled or request.enabled):
         return  # nothing to record, nothing to throttle
-    now = now_ms()
+    now = _monotonic_ns() // 1_000_000
     bandwidth_ms, sensors = 0, None
-    if managers.produce.enabled:
-        sensors = ctx.quota_sensors = _sensors(ctx, managers.produce, now)
-        bandwidth_ms = managers.produce.record(sensors, ctx.request_bytes, now)
+    if produce.enabled:
+        sensors = ctx.quota_sensors = _sensors(ctx, produce, now)
+        bandwidth_ms = produce.record(sensors, ctx.request_bytes, now)
     request_ms = 0
-    if acks == 0:
-        if managers.request.enabled:
-            managers.request.record_exempt(ctx.thread_ns(), now)
-    else:
-        request_ms = _record_request(ctx, now)
-    _combine(ctx, managers.produce, sensors, bandwidth_ms, request_ms)
+    if request.enabled:
+        if acks == 0:
+            request.record_exempt(ctx.thread_ns(), now)
+        else:  # _record_request, inlined: this runs for every produce request under quotas
+            request_sensors = ctx.request_sensors = _sensors(ctx, request, now)
+            request_ms = request.record(request_sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)
+    if bandwidth_ms > 0 or request_ms > 0:
+        _combine(ctx, produce, sensors, bandwidth_ms, request_ms)
 
 
 def fetch_max_bytes(ctx: RequestContext, requested: int) -> int:

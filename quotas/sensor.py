@@ -60,11 +60,19 @@ class _Sample:
         self.value = initial
 
 
+_VOID = -(1 << 62)  # a `_quiet_until` no clock reaches: the next measure takes the full pass
+
+
 class SampledStat:
     """Samples of `window_ms` each, started by the first event after the previous one
-    completes; a sample expires once its last event is `samples` x `window_ms` old."""
+    completes; a sample expires once its last event is `samples` x `window_ms` old.
 
-    __slots__ = ("config", "combine", "_samples", "_current", "_initial")
+    `_quiet_until` and `_min_start` are what Rate.record_and_measure's full pass found:
+    before `_quiet_until` no sample can expire (the earliest last event plus the expiry
+    age; later events only push it back), and `_min_start` is the earliest sample start.
+    Creating or resetting a sample voids them."""
+
+    __slots__ = ("config", "combine", "_samples", "_current", "_initial", "_quiet_until", "_min_start")
 
     def __init__(self, config: WindowConfig, combine: Combine = Combine.SUM) -> None:
         self.config = config
@@ -72,6 +80,8 @@ class SampledStat:
         self._samples: list[_Sample] = []
         self._current = 0
         self._initial = -math.inf if combine is Combine.MAX else 0.0
+        self._quiet_until = _VOID
+        self._min_start = 0
 
     def record(self, value: float, now_ms: int) -> None:
         sample = self._current_sample(now_ms)
@@ -99,9 +109,11 @@ class SampledStat:
     def oldest_start_ms(self, now_ms: int) -> int:
         if not self._samples:
             self._samples.append(_Sample(now_ms, self._initial))
+            self._quiet_until = _VOID
         return min(s.start_ms for s in self._samples)
 
     def purge_obsolete(self, now_ms: int) -> None:
+        self._quiet_until = _VOID
         expire_age = self.config.samples * self.config.window_ms
         for sample in self._samples:
             if now_ms - sample.last_event_ms >= expire_age:
@@ -110,11 +122,13 @@ class SampledStat:
     def _current_sample(self, now_ms: int) -> _Sample:
         if not self._samples:
             self._samples.append(_Sample(now_ms, self._initial))
+            self._quiet_until = _VOID
         return self._samples[self._current]
 
     def _advance(self, now_ms: int) -> _Sample:
         # One slot more than `samples`: a sample overlapping the start of the monitored
         # window is kept until its last event expires (Kafka 3.8+).
+        self._quiet_until = _VOID
         self._current = (self._current + 1) % (self.config.samples + 1)
         if self._current >= len(self._samples):
             sample = _Sample(now_ms, self._initial)
@@ -161,6 +175,7 @@ class Rate:
         stat = self.stat
         config = stat.config
         samples = stat._samples
+        stat._quiet_until = _VOID  # samples may be created or reset here
         if not samples:  # as SampledStat.oldest() does, measuring creates the first sample
             samples.append(_Sample(now_ms, 0.0))
         expire_age = config.samples * config.window_ms
@@ -190,19 +205,35 @@ class Rate:
         sample.value += value
         sample.event_count += 1
         sample.last_event_ms = now_ms
-        # A sample expires once now - last_event >= samples x window (integer ms, so
-        # the same test as last_event <= cutoff; one subtraction per sample fewer).
-        cutoff = now_ms - config.samples * window
         total = 0.0
-        oldest = now_ms
-        for sample in samples:
-            if sample.last_event_ms > cutoff:
+        if now_ms < stat._quiet_until:
+            # No sample can have expired since the last full pass and none was created
+            # or reset: the same sum over every sample in the same order, the same
+            # oldest start, without the expiry test per sample.
+            for sample in samples:
                 total += sample.value
-                start = sample.start_ms
-                if start < oldest:
-                    oldest = start
-            else:
-                sample.reset(now_ms, 0.0)
+            oldest = stat._min_start
+            if now_ms < oldest:
+                oldest = now_ms
+        else:
+            # A sample expires once now - last_event >= samples x window (integer ms,
+            # so the same test as last_event <= cutoff).
+            expire_age = config.samples * window
+            cutoff = now_ms - expire_age
+            oldest = min_last = now_ms  # a reset sample starts and ends now
+            for sample in samples:
+                last = sample.last_event_ms
+                if last > cutoff:
+                    total += sample.value
+                    start = sample.start_ms
+                    if start < oldest:
+                        oldest = start
+                    if last < min_last:
+                        min_last = last
+                else:
+                    sample.reset(now_ms, 0.0)
+            stat._quiet_until = min_last + expire_age
+            stat._min_start = oldest  # the earliest start of every sample now
         elapsed = now_ms - oldest
         # _pad, inlined
         full_windows = elapsed // window

@@ -31,18 +31,31 @@ def _state(rate: Rate) -> list[tuple[int, int, int, float]]:
 
 
 def test_record_and_measure_is_record_then_measure() -> None:
+    """Also between plain records (the encoding time), measures (metrics reads) and
+    purges, which create and reset samples behind the fused path's back."""
     rng = random.Random(20)
+    steps = (0, 0, 0, 1, 3, 50, 400, 999, 1000, 1001, 60_000)
     for config in (WindowConfig(11, 1000), WindowConfig(2, 30_000), WindowConfig(1, 1), WindowConfig(3, 7)):
         plain, fused = Rate(config), Rate(config)
         now = rng.randrange(1_000_000)
-        for _ in range(3000):
-            now += rng.choice(
-                (0, 0, 1, 3, 50, 400, 999, 1000, 1001, config.window_ms * config.samples, 60_000)
-            )
+        for _ in range(6000):
+            now += rng.choice((*steps, config.window_ms * config.samples))
             value = rng.choice((0.0, 1.0, 123.0, rng.random() * 1e6, rng.random() * 1e-3, -5.5))
-            plain.record(value, now)
-            expected = plain.measure_with_window(now)
-            assert fused.record_and_measure(value, now) == expected
+            roll = rng.random()
+            if roll < 0.1:
+                plain.record(value, now)
+                fused.record(value, now)
+            elif roll < 0.15:
+                assert fused.measure(now) == plain.measure(now)
+            elif roll < 0.18:
+                fused.stat.purge_obsolete(now)
+                plain.stat.purge_obsolete(now)
+            elif roll < 0.2:
+                assert fused.window_size_ms(now) == plain.window_size_ms(now)
+            else:
+                plain.record(value, now)
+                expected = plain.measure_with_window(now)
+                assert fused.record_and_measure(value, now) == expected
             assert _state(fused) == _state(plain)
 
 
