@@ -46,6 +46,7 @@ from protocol.headers import (
     is_flexible,
     peek_header,
 )
+from protocol.structs import copy_struct
 from quotas.manager import ClientQuotaManager
 
 log = logging.getLogger("broker.pipeline")
@@ -373,8 +374,12 @@ class RequestPipeline:
             if ctx.throttle_ms and _carries_throttle(ctx.api_key, ctx.api_version):
                 # APIs without the field (SaslHandshake, DescribeQuorum, ...) are throttled
                 # by the mute alone, as KafkaApis' sendResponseMaybeThrottle does.
+                if ctx.encoded is not None and ctx.encoded[0] is response:
+                    # Encoded before the throttle was known, and perhaps shared (ApiVersions
+                    # answers every request with one cached object): changed as a copy.
+                    response = copy_struct(response)
+                    ctx.encoded = None
                 response.throttle_time_ms = ctx.throttle_ms
-                ctx.encoded = None  # encoded before the throttle was known
             body = ctx.encoded[1] if ctx.encoded is not None and ctx.encoded[0] is response else None
             try:
                 ctx.response_bytes = self._send(

@@ -13,7 +13,6 @@ from broker.context import RequestContext
 from broker.state.features import SUPPORTED
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.structs import copy_struct
 
 API_KEY = ApiKey.API_VERSIONS
 
@@ -37,8 +36,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ctx.connection.client_software_name = request.client_software_name or ""
         ctx.connection.client_software_version = request.client_software_version or ""
     response, body = _answer(ctx)
-    # Sent as encoded here unless throttled (the pipeline encodes it again then); no
-    # error to count, so the metrics and conformance need not walk the 60-odd entries.
+    # Sent as encoded here unless throttled (the pipeline then copies it, writes the
+    # throttle time into the copy and encodes that); no error to count, so the metrics
+    # and conformance need not walk the 60-odd entries.
     ctx.encoded = (response, [body])
     ctx.error_code = ctx.error_count = 0
     return response
@@ -62,8 +62,9 @@ def _answer(ctx: RequestContext) -> tuple[Any, bytes]:
             response,
             bytes(response.encode(version=ctx.api_version)),
         )
-    # A top-level object of its own: the pipeline writes a throttle time into it.
-    return copy_struct(cached[2]), cached[3]
+    # The cached object itself: encoded ahead (ctx.encoded), the pipeline copies it
+    # before writing a throttle time into it, and nothing else changes a response.
+    return cached[2], cached[3]
 
 
 # (version, APIs, features epoch) -> (the APIs, finalized features, response, its bytes)

@@ -90,3 +90,26 @@ def test_responses_real_clients_got_frame_as_before() -> None:
         expected = reference(copy_struct(response), ctx.api_key, ctx.api_version, ctx.correlation_id)
         assert framed(response, ctx.api_key, ctx.api_version, ctx.correlation_id) == expected
     assert {ApiKey.PRODUCE, ApiKey.FETCH, ApiKey.METADATA, ApiKey.JOIN_GROUP} <= seen
+
+
+def test_a_throttled_answer_encoded_ahead_is_changed_as_a_copy() -> None:
+    """ApiVersions answers with one cached object encoded once; a throttle (here forced by
+    a fault rule) goes into a copy, and the next answer carries none."""
+    import socket
+
+    from kafka.protocol.metadata import ApiVersionsRequest
+
+    from broker.harness.wire import round_trip
+
+    with MockCluster(config=FAST) as cluster:
+        cluster.faults.throttle("throttled", 150, count=1)
+        host, _, port = cluster.bootstrap_servers.rpartition(":")
+        hello = ApiVersionsRequest[3](client_software_name="t", client_software_version="1")
+        with socket.create_connection((host, int(port)), timeout=10) as sock:
+            first = round_trip(sock, hello, 1, "throttled", version=3)
+            second = round_trip(sock, hello, 2, "throttled", version=3)
+            third = round_trip(sock, hello, 3, "other", version=3)
+        recorded = [entry["response"]["throttle_time_ms"] for entry in cluster.requests.list(api_key=18)]
+    assert (first.throttle_time_ms, second.throttle_time_ms, third.throttle_time_ms) == (150, 0, 0)
+    assert recorded[-3:] == [150, 0, 0]  # what observers saw: the shared answer unchanged
+    assert first.api_keys == second.api_keys == third.api_keys
