@@ -20,6 +20,7 @@ from protocol.fast_codecs import (
     chunks_size,
     decode_produce_request,
     encode_fetch_response,
+    encode_metadata_response,
     encode_produce_response,
     frame_heartbeat_response,
 )
@@ -165,6 +166,10 @@ def encode_body(response: Any, api_key: int, api_version: int) -> list[Any]:
         chunks = encode_fetch_response(response, api_version)
     elif api_key == ApiKey.PRODUCE:
         chunks = encode_produce_response(response, api_version)
+    elif api_key == ApiKey.METADATA:
+        chunks = encode_metadata_response(response, api_version)
+        if chunks is not None and response._version != api_version:
+            response.API_VERSION = api_version  # as encode(version=...) sets it
     else:
         chunks = None
     return [_encode_framed(response, api_key, api_version, 0, 0)] if chunks is None else chunks
@@ -184,6 +189,10 @@ def encode_response(
             body = encode_fetch_response(response, api_version)
         elif api_key == ApiKey.PRODUCE:
             body = encode_produce_response(response, api_version)
+        elif api_key == ApiKey.METADATA:
+            body = encode_metadata_response(response, api_version)
+            if body is not None and response._version != api_version:
+                response.API_VERSION = api_version  # as encode(version=...) sets it
         elif api_key == ApiKey.HEARTBEAT:
             framed = frame_heartbeat_response(response, api_version, correlation_id)
             if framed is not None:
