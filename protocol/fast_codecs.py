@@ -391,10 +391,26 @@ def encode_metadata_response(response: Any, version: int) -> list[Any] | None:
         return None
 
 
+_INT32_ARRAYS: dict[int, struct.Struct] = {}
+
+
 def _int32s(out: _Writer, values: Any) -> None:
-    out.count(values)
-    if values:
-        out.buf += struct.pack(f">{len(values)}i", *values)
+    """An array of int32 (replica ids): its length, then the values in one pack."""
+    if values is None:
+        out.count(None)
+        return
+    count = len(values)
+    if out.flexible and count < 127:
+        out.buf.append(count + 1)  # the one-byte uvarint
+    else:
+        out.count(values)
+    if count:
+        packer = _INT32_ARRAYS.get(count)
+        if packer is None:
+            packer = struct.Struct(f">{count}i")
+            if count <= 64:  # replica lists: a few lengths
+                _INT32_ARRAYS[count] = packer
+        out.buf += packer.pack(*values)
 
 
 def _bitfield(values: Any) -> bytes:
