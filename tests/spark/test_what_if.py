@@ -284,7 +284,7 @@ def record_under_quotas(metrics: Path, state: Path) -> None:
         cluster.quotas.alter({"client-id": "kp"}, set={"producer_byte_rate": 150_000})
         cluster.quotas.alter({"client-id": None}, set={"producer_byte_rate": 400_000})
         cluster.quotas.alter({"user": None}, set={"consumer_byte_rate": 400_000})
-        cluster.quotas.alter({"client-id": "meta"}, set={"request_percentage": 0.1})
+        cluster.quotas.alter({"client-id": "meta"}, set={"request_percentage": 0.02})
         bootstrap = cluster.bootstrap_servers
 
         def librdkafka_producer() -> None:
