@@ -268,6 +268,8 @@ class RequestPipeline:
         header, body_offset = decode_header(frame, is_flexible(api_key, api_version))
         request = decode_body(api_key, api_version, frame[body_offset:])
         connection.client_id = header.client_id
+        # Built from its first fields, the rest set after: a keyword argument costs a scan
+        # of the 33 parameters (four of them took 0.7 us, more than the object).
         ctx = RequestContext(
             self.broker,
             connection,
@@ -277,12 +279,12 @@ class RequestPipeline:
             header.client_id,
             len(frame),
             received_ns,
-            resumed_ns=received_ns,
-            # No quotas while authenticating: Kafka's authenticator runs before KafkaApis.
-            quota_recorded=connection.sasl is not None,
-            header=header,
-            request=request,
         )
+        ctx.resumed_ns = received_ns
+        # No quotas while authenticating: Kafka's authenticator runs before KafkaApis.
+        ctx.quota_recorded = connection.sasl is not None
+        ctx.header = header
+        ctx.request = request
         return ctx, spec.handler
 
     def _report_oddity(self, connection: PipelineConnection, frame: memoryview, what: str) -> None:
