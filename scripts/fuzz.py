@@ -35,7 +35,8 @@ would break those clients legitimately; they are counted as "not sent (protected
 Progress lines give inputs, inputs/s and the process's RSS (the broker runs in this
 process: RSS is the broker's plus the fuzzer's, which is small and constant, and with
 atheris libFuzzer's in-memory corpus). The state fuzz inputs legitimately create
-(topics, ACLs, quotas, SCRAM users, groups, the conformance report's clients) is deleted
+(topics, ACLs, quotas, SCRAM users, groups, the conformance report's clients, the quota
+sensors of the client ids they named, which Kafka keeps for an hour) is deleted
 after the warm-up, every --settle-every inputs and at the end, and freed memory handed
 back (gc, malloc_trim), before the RSS that is compared is taken, with Python's count of
 allocated blocks (live objects, which allocator fragmentation does not inflate). The
@@ -73,11 +74,13 @@ if TYPE_CHECKING:
 # atheris instruments them as they are first imported.
 fz: Any = None  # broker.harness.fuzzing
 MockCluster: Any = None
+throttling: Any = None  # broker.throttling
+INACTIVE_SENSOR_EXPIRY_MS = 0
 BROKER_PACKAGES = ["broker", "protocol", "messages", "quotas"]
 
 
 def load_broker(instrument: bool) -> None:
-    global fz, MockCluster
+    global fz, MockCluster, throttling, INACTIVE_SENSOR_EXPIRY_MS
     if instrument:
         import atheris
 
@@ -88,6 +91,10 @@ def load_broker(instrument: bool) -> None:
     import broker.mock_cluster
 
     fz, MockCluster = broker.harness.fuzzing, broker.mock_cluster.MockCluster
+    from broker import throttling as throttling_module
+    from quotas.manager import INACTIVE_SENSOR_EXPIRY_MS as expiry
+
+    throttling, INACTIVE_SENSOR_EXPIRY_MS = throttling_module, expiry
 
 
 USERS = {"alice": "alice-secret"}
@@ -143,13 +150,18 @@ def trim_memory() -> None:
         pass
 
 
-def remove_on_signal(directory: str) -> None:
-    """SIGTERM, SIGINT and SIGHUP remove the run's temporary directory and end the
-    process at once: atheris ends with os._exit (no finalizer runs), and an exception
-    raised inside libFuzzer's callback would be reported as a crash."""
+def remove_on_signal(directory: str, findings: Path) -> None:
+    """SIGTERM, SIGINT and SIGHUP remove the run's temporary directory (and the findings
+    directory if it is empty) and end the process at once: atheris ends with os._exit
+    (no finalizer runs), and an exception raised inside libFuzzer's callback would be
+    reported as a crash."""
 
     def stop(signum: int, frame: Any) -> None:
         shutil.rmtree(directory, ignore_errors=True)
+        try:
+            findings.rmdir()
+        except OSError:
+            pass
         print(f"stopped by signal {signum}", file=sys.stderr, flush=True)
         os._exit(128 + signum)
 
@@ -163,7 +175,7 @@ class Fuzzer:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.tmp = tempfile.TemporaryDirectory(prefix="kafka-mock-fuzz-")
-        remove_on_signal(self.tmp.name)
+        remove_on_signal(self.tmp.name, Path(args.findings))
         users = Path(self.tmp.name) / "users.json"
         users.write_text(json.dumps(USERS))
         self.errors = fz.ErrorLog().__enter__()
@@ -306,6 +318,13 @@ class Fuzzer:
             for name in names:
                 groups.offsets.pop(name, None)  # offsets committed without a group
             cluster.conformance.clients.clear()  # one per client id (harness, not broker)
+            # Quota sensors: a set per (user, client id) the requests named (Kafka's metric
+            # tags under a <user, default client-id> quota), kept as Kafka keeps them for an
+            # hour of inactivity; libFuzzer's inputs name thousands of client ids.
+            later = throttling.now_ms() + INACTIVE_SENSOR_EXPIRY_MS
+            for broker in cluster.brokers:
+                for manager in broker.quota_managers.managers:
+                    manager._expire_inactive(later)
 
         cluster.on_loop(on_loop)
         self.create_fuzz_topics()  # afresh: a fuzz input may have grown them by thousands of partitions
@@ -478,9 +497,15 @@ def one_input(fuzzer: Fuzzer) -> Callable[[bytes], None]:
     g = fuzzer.generator
     pairs = g.pairs()
 
+    handlers_set = False
+
     def test_one_input(data: bytes) -> None:
         import atheris
 
+        nonlocal handlers_set
+        if not handlers_set:  # libFuzzer took SIGTERM/SIGINT over when it started: take them back
+            remove_on_signal(fuzzer.tmp.name, fuzzer.findings_dir)
+            handlers_set = True
         if fuzzer.inputs >= fuzzer.args.inputs or fuzzer.out_of_time():
             # libFuzzer would report an exception raised here as a crash of the input
             status = 2

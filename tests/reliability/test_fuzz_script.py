@@ -10,6 +10,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -66,24 +67,33 @@ def test_fuzz_script_smoke(engine: str, tmp_path: Path) -> None:
     assert not list(temp.iterdir())  # the run's directory (users file, atheris' corpus) is gone
 
 
-def test_a_stopped_run_removes_its_directory(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_stopped_run_removes_its_directory(engine: str, tmp_path: Path) -> None:
     """SIGTERM mid-run: the run's temporary directory goes with it (atheris ends with
-    os._exit, so nothing else would remove it)."""
+    os._exit, so nothing else would remove it; libFuzzer takes the signal over when it
+    starts, and the script takes it back)."""
     temp = tmp_path / "tmp"
     temp.mkdir()
-    with subprocess.Popen(
-        [sys.executable, str(SCRIPT), "--engine", "mutate", "--findings", str(tmp_path / "findings")],
-        cwd=tmp_path,
-        env={**os.environ, "TMPDIR": str(temp)},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    ) as run:
-        assert run.stdout is not None
-        for line in run.stdout:
-            if line.startswith("fuzzing "):  # set up: the broker runs, the directory exists
-                break
+    out, err = tmp_path / "out.log", tmp_path / "err.log"
+    with (
+        out.open("w") as stdout,
+        err.open("w") as stderr,
+        subprocess.Popen(
+            [sys.executable, str(SCRIPT), "--engine", engine, "--findings", str(tmp_path / "findings")],
+            cwd=tmp_path,
+            env={**os.environ, "TMPDIR": str(temp)},
+            stdout=stdout,
+            stderr=stderr,
+        ) as run,
+    ):
+        # running: the broker set up (mutate), libFuzzer past its seed corpus (atheris)
+        ready = re.compile(r"^#\d+\s+INITED" if engine == "atheris" else r"^fuzzing ", re.M)
+        deadline = time.monotonic() + 300
+        while not ready.search(out.read_text() + err.read_text()):
+            assert run.poll() is None and time.monotonic() < deadline, err.read_text()[-3000:]
+            time.sleep(0.2)
         assert list(temp.iterdir())
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 128 + signal.SIGTERM
     assert not list(temp.iterdir())
+    assert not (tmp_path / "findings").exists()
