@@ -36,7 +36,8 @@ Progress lines give inputs, inputs/s and the process's RSS (the broker runs in t
 process: RSS is the broker's plus the fuzzer's, which is small and constant, and with
 atheris libFuzzer's in-memory corpus). The state fuzz inputs legitimately create
 (topics, ACLs, quotas, SCRAM users, groups, the conformance report's clients, the quota
-sensors of the client ids they named, which Kafka keeps for an hour) is deleted
+sensors of the client ids they named, which Kafka keeps for an hour, the recording ring's
+last 256 requests) is deleted
 after the warm-up, every --settle-every inputs and at the end, and freed memory handed
 back (gc, malloc_trim), before the RSS that is compared is taken, with Python's count of
 allocated blocks (live objects, which allocator fragmentation does not inflate). The
@@ -327,6 +328,9 @@ class Fuzzer:
                     manager._expire_inactive(later)
 
         cluster.on_loop(on_loop)
+        # The recording ring's 256 requests: decoded requests and responses, a big one
+        # (a 10,000-partition answer) tens of thousands of objects while it is there.
+        cluster.requests.clear()
         self.create_fuzz_topics()  # afresh: a fuzz input may have grown them by thousands of partitions
         self.generator.refresh()
         cluster.acls.remove()
