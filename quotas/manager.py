@@ -28,11 +28,11 @@ from quotas.sensor import (
     DEFAULT_METRIC_CONFIG,
     Combine,
     Metric,
+    QuotaSensor,
     Rate,
     SampledStat,
     TokenBucket,
     WindowConfig,
-    throttle_time_ms,
     token_bucket_throttle_ms,
 )
 
@@ -58,49 +58,32 @@ RATE_METRIC = {
 }
 
 
-class ClientSensors:
-    """The sensors of one set of metric tags: what is measured against the quota, and
-    the throttle times given out (Kafka's ClientSensors).
+class ClientSensors(QuotaSensor):
+    """The sensors of one set of metric tags: what is measured against the quota (the
+    QuotaSensor this is: its Rate, bound and throttle), and the throttle times given out
+    (Kafka's ClientSensors).
 
     With a token bucket (controller mutations) the bucket is the quota, over the quota
     window, and the `mutation-rate` metric is a Rate registered without a config: the
     broker's default metric window (2 x 30 s), as ControllerMutationQuotaManager's
     registerQuotaMetrics has it (`metric_rate`). `rate` is then the same count over the
-    quota window, for the metrics row only (a rate comparable with the limit).
+    quota window, for the metrics row only (a rate comparable with the limit)."""
 
-    `last_check_ms`, `last_value` and `last_extra` are what the last `record` (with its
-    quota check) and `record_no_throttle` recorded: the metrics row carries them so that a
-    replay of the rows (spark's what-if) feeds the sensors exactly the broker's inputs.
-    Plain stores, read by no quota logic."""
-
-    __slots__ = (
-        "tags",
-        "bound",
-        "rate",
-        "tokens",
-        "metric_rate",
-        "throttle_time",
-        "last_record_ms",
-        "last_rate",
-        "last_check_ms",
-        "last_value",
-        "last_extra",
-    )
+    __slots__ = ("tags", "tokens", "metric_rate", "throttle_time")
 
     def __init__(
-        self, tags: dict[str, str], bound: float | None, config: WindowConfig, token_bucket: bool
+        self,
+        tags: dict[str, str],
+        bound: float | None,
+        config: WindowConfig,
+        token_bucket: bool,
+        max_throttle_ms: int | None = None,
     ) -> None:
+        super().__init__(config, bound, max_throttle_ms)
         self.tags = tags
-        self.bound = bound
-        self.rate = Rate(config)
         self.tokens = TokenBucket(config) if token_bucket else None
         self.metric_rate = Rate(DEFAULT_METRIC_CONFIG) if token_bucket else None
         self.throttle_time = SampledStat(DEFAULT_METRIC_CONFIG, Combine.AVG)
-        self.last_record_ms = 0
-        self.last_rate: float | None = None  # measured at the last quota check
-        self.last_check_ms = 0  # when `record` last recorded (with a quota check)
-        self.last_value = 0.0  # what it recorded
-        self.last_extra = 0.0  # what `record_no_throttle` last recorded (at last_record_ms)
 
 
 class ClientQuotaManager:
@@ -169,34 +152,19 @@ class ClientQuotaManager:
             self._created_since_expiry += 1
             if self._created_since_expiry >= 1000:
                 self._expire_inactive(now_ms)
-            sensors = self.sensors[key] = ClientSensors(tags, bound, self.config, self.token_bucket)
+            sensors = self.sensors[key] = ClientSensors(
+                tags, bound, self.config, self.token_bucket, self.max_throttle_ms
+            )
         if self._cache_tags:
             self._resolved[(principal, client_id)] = sensors
         return sensors
 
     def record(self, sensors: ClientSensors, value: float, now_ms: int) -> int:
         """Records `value` and returns the throttle time (0 within the quota)."""
-        sensors.last_record_ms = sensors.last_check_ms = now_ms
-        sensors.last_value = value
-        bound = sensors.bound
-        if bound is None:
-            sensors.rate.record(value, now_ms)
-            return 0
-        observed, window_ms = sensors.rate.record_and_measure(value, now_ms)
-        sensors.last_rate = observed
-        if observed <= bound:
-            return 0
-        if math.isnan(bound):
-            return 0  # Math.round(NaN) is 0 in Kafka
-        throttle = throttle_time_ms(observed, bound, window_ms)
-        if self.max_throttle_ms is not None:
-            throttle = min(throttle, self.max_throttle_ms)
-        return java_int(throttle)  # ClientQuotaManager's (int) cast
+        return sensors.record_checked(value, now_ms)
 
     def record_no_throttle(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
-        sensors.last_record_ms = now_ms
-        sensors.last_extra = value
-        sensors.rate.record(value, now_ms)
+        sensors.record_extra(value, now_ms)
 
     def unrecord(self, sensors: ClientSensors, value: float, now_ms: int) -> None:
         """Takes back a recorded value (a throttled fetch sends no data)."""

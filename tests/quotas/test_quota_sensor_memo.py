@@ -24,10 +24,7 @@ from quotas.sensor import Rate, WindowConfig
 
 
 def _state(rate: Rate) -> list[tuple[int, int, int, float]]:
-    stat = rate.stat
-    return [(s.start_ms, s.last_event_ms, s.event_count, s.value) for s in stat._samples] + [
-        (stat._current, 0, 0, 0.0)
-    ]
+    return [*rate.sample_rows(), (rate._current, 0, 0, 0.0)]
 
 
 def test_record_and_measure_is_record_then_measure() -> None:
