@@ -1,13 +1,17 @@
 """The request-metrics sink: one row per request, to Parquet files Spark can read, and
 (KIP-714) one row per metric data point clients push, as a second table.
 
-Rows are buffered on the event loop as tuples (columns in spark/schema.py's order) and
-handed in batches to one writer thread, which writes each file under a hidden
-temporary name and renames it into `broker=<id>/date=<yyyy-mm-dd>/`: a reader only ever
-sees whole `.parquet` files, even after kill -9. Files roll by rows
-(`metrics.roll.rows`) and by time (`metrics.roll.ms`). The buffer is bounded
-(`metrics.buffer.rows`): when the writer falls behind, connections stop reading
-(backpressure) until it catches up, so no row is ever dropped.
+Rows are buffered on the event loop flat, their values one after another in one list
+(no object per row: a tuple kept per request was a container the garbage collector
+counted and walked, which cost more than building it), and handed in batches to one
+writer thread. It turns each batch into Arrow columns a column at a time (a slice of the
+flat list each; the request table's per-connection, derived and constant columns in C,
+see `MetricsSink._arrays`), splits it by broker and UTC day with integer arithmetic, and
+writes each file under a hidden temporary name and renames it into
+`broker=<id>/date=<yyyy-mm-dd>/`: a reader only ever sees whole `.parquet` files, even
+after kill -9. Files roll by rows (`metrics.roll.rows`) and by time (`metrics.roll.ms`).
+The buffer is bounded (`metrics.buffer.rows`): when the writer falls behind, connections
+stop reading (backpressure) until it catches up, so no row is ever dropped.
 
 Client metrics go the same way into `_client_metrics/` under the same directory (the
 leading underscore keeps them out of Spark's and pyarrow's reads of the request table).
@@ -23,7 +27,7 @@ import logging
 import os
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +42,10 @@ from spark.schema import CLIENT_METRICS_DIR, arrow_schema, client_metrics_arrow_
 log = logging.getLogger("broker.metrics")
 
 Row = tuple[Any, ...]
-BROKER_COLUMN = 1  # index of broker_id in a row
-TS_COLUMN = 0
+TS_COLUMN = 0  # the columns every table starts with: ts (UTC µs), then broker_id
+BROKER_COLUMN = 1
+DAY_US = 86_400_000_000
+EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
 # Monotonic request times to wall-clock microseconds.
 EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
 # The quota clock (monotonic ms) to UTC ms: one integer offset, so differences between a
@@ -58,7 +64,11 @@ _ERROR_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
 
 class ParquetTable:
-    """One table: rows buffered on the loop, written by its own thread as whole files."""
+    """One table: rows buffered on the loop, written by its own thread as whole files.
+
+    The buffer is flat: `width` values per row, one row after another. `add` appends a
+    row's values; `_arrays` turns a batch of them into the schema's columns (each column
+    by default: the row's value at its position)."""
 
     def __init__(
         self,
@@ -67,14 +77,19 @@ class ParquetTable:
         roll_rows: int = 100_000,
         roll_ms: int = 10_000,
         buffer_rows: int = 400_000,
+        width: int | None = None,
     ) -> None:
         self.directory = Path(directory)
         self.roll_rows = max(1, roll_rows)
         self.roll_ms = max(1, roll_ms)
         self.buffer_rows = max(self.roll_rows, buffer_rows)
         self.schema = schema
-        self._rows: list[Row] = []
+        self.width = width if width is not None else len(schema)
+        self._values: list[Any] = []  # the rows not yet handed to the writer, flat
         self._writing_rows = 0  # handed to the writer, not yet on disk
+        self._added_before = 0  # rows_added, less the rows in _values
+        # add() looks at the timer, a roll and the backlog only once _values is this long.
+        self._check_len = self.width
         self._executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="metrics-sink")
         self._in_flight: set[asyncio.Future[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
@@ -85,96 +100,140 @@ class ParquetTable:
         # False once it has drained (read again).
         self.backlog_listeners: list[Callable[[bool], None]] = []
         self._held = False
-        self.rows_added = 0
         self.rows_written = 0
         self.files_written = 0
         self.bytes_written = 0
         self.write_errors = 0
 
     @property
+    def rows_added(self) -> int:
+        return self._added_before + len(self._values) // self.width
+
+    @property
     def backlogged(self) -> bool:
         """True while more rows wait than `metrics.buffer.rows`: stop reading requests."""
-        return len(self._rows) + self._writing_rows >= self.buffer_rows
+        return self.lag_rows >= self.buffer_rows
 
     @property
     def lag_rows(self) -> int:
-        return len(self._rows) + self._writing_rows
+        return len(self._values) // self.width + self._writing_rows
 
     def add(self, row: Row) -> None:
-        self._rows.append(row)
-        self.rows_added += 1
-        if not self._held and self.backlogged:
+        """One row: `width` values."""
+        values = self._values
+        values += row
+        if len(values) >= self._check_len:
+            self._check()
+
+    def _check(self) -> None:
+        """What add() does once in a while: hold reading at the backlog, roll at
+        `roll_rows`, start the roll timer for the first row after a roll."""
+        rows = len(self._values) // self.width
+        if not self._held and rows + self._writing_rows >= self.buffer_rows:
             self._held = True
             for listener in self.backlog_listeners:
                 listener(True)
-        if len(self._rows) >= self.roll_rows:
+        if rows >= self.roll_rows:
             self._roll()
-        elif self._timer is None:
+        elif self._timer is None and rows:
             loop = self._loop = self._loop or asyncio.get_running_loop()
             self._timer = loop.call_later(self.roll_ms / 1000, self._roll)
+        self._next_check()
+
+    def _next_check(self) -> None:
+        """The buffer length at which add() must call _check again."""
+        if self._timer is None:
+            rows = 1
+        elif self._held:
+            rows = self.roll_rows
+        else:
+            rows = min(self.roll_rows, self.buffer_rows - self._writing_rows)
+        self._check_len = max(rows, len(self._values) // self.width + 1) * self.width
 
     def _roll(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        if not self._rows:
-            return
-        rows, self._rows = self._rows, []
-        self._writing_rows += len(rows)
-        loop = self._loop = self._loop or asyncio.get_running_loop()
-        future = loop.run_in_executor(self._executor, self._write, rows, next(self._sequence))
-        self._in_flight.add(future)
-        future.add_done_callback(lambda done: self._written(done, rows))
+        values = self._values
+        if values:
+            rows = len(values) // self.width
+            self._values = []
+            self._added_before += rows
+            self._writing_rows += rows
+            loop = self._loop = self._loop or asyncio.get_running_loop()
+            future = loop.run_in_executor(self._executor, self._write, values, next(self._sequence))
+            self._in_flight.add(future)
+            future.add_done_callback(lambda done: self._written(done, values))
+        self._next_check()
 
-    def _written(self, done: asyncio.Future[Any], rows: list[Row]) -> None:
+    def _written(self, done: asyncio.Future[Any], values: list[Any]) -> None:
         self._in_flight.discard(done)
-        self._writing_rows -= len(rows)
+        rows = len(values) // self.width
+        self._writing_rows -= rows
         if done.cancelled() or done.exception() is not None:
-            failed, files, size = rows, 0, 0
+            failed, files, size = values, 0, 0
             error: BaseException | None = None if done.cancelled() else done.exception()
         else:
             failed, files, size, error = done.result()
-        self.rows_written += len(rows) - len(failed)
+        failed_rows = len(failed) // self.width
+        self.rows_written += rows - failed_rows
         self.files_written += files
         self.bytes_written += size
         if failed:
             # Kept for the next roll rather than lost: a full disk may recover.
             self.write_errors += 1
-            log.error("writing %d metrics rows failed (retried on the next roll): %s", len(failed), error)
-            self._rows[:0] = failed
+            log.error("writing %d metrics rows failed (retried on the next roll): %s", failed_rows, error)
+            self._values[:0] = failed
+            self._added_before -= failed_rows
             if self._timer is None and not self._closed and self._loop is not None:
                 self._timer = self._loop.call_later(self.roll_ms / 1000, self._roll)
         if self._held and not self.backlogged:
             self._held = False
             for listener in self.backlog_listeners:
                 listener(False)
+        self._next_check()
 
-    def _write(self, rows: Sequence[Row], sequence: int) -> tuple[list[Row], int, int, BaseException | None]:
-        """Writer thread: one file per (broker, UTC date) among the rows. Returns the rows
-        of files that failed (the others are on disk, so a retry never duplicates)."""
+    def _arrays(self, values: list[Any]) -> list[Any]:
+        """Writer thread: the schema's columns (pyarrow arrays) of a batch of rows."""
         import pyarrow as pa
+
+        width = self.width
+        return [pa.array(values[i::width], type=field.type) for i, field in enumerate(self.schema)]
+
+    def _write(self, values: list[Any], sequence: int) -> tuple[list[Any], int, int, BaseException | None]:
+        """Writer thread: one file per (broker, UTC date) among the rows. Returns the
+        values of the rows of files that failed (the others are on disk, so a retry never
+        duplicates)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        groups: dict[tuple[int, str], list[Row]] = {}
-        for row in rows:
-            day = datetime.datetime.fromtimestamp(row[TS_COLUMN] / 1e6, datetime.UTC).date().isoformat()
-            groups.setdefault((row[BROKER_COLUMN], day), []).append(row)
-        failed: list[Row] = []
+        try:
+            table = pa.Table.from_arrays(self._arrays(values), schema=self.schema)
+            groups = _groups(table)
+        except Exception as exc:  # reported and retried by the loop side
+            return values, 0, 0, exc
+        failed: list[Any] = []
         error: BaseException | None = None
         files = size = 0
-        for (broker_id, day), group in groups.items():
+        width = self.width
+        for broker_id, day, mask in groups:
+            group = table if mask is None else table.filter(mask)
             try:
-                columns = list(zip(*group, strict=True))
-                arrays = [pa.array(c, type=field.type) for c, field in zip(columns, self.schema, strict=True)]
-                table = pa.Table.from_arrays(arrays, schema=self.schema)
-                folder = self.directory / f"broker={broker_id}" / f"date={day}"
+                date = datetime.date.fromordinal(EPOCH_ORDINAL + day).isoformat()
+                folder = self.directory / f"broker={broker_id}" / f"date={date}"
                 folder.mkdir(parents=True, exist_ok=True)
-                name = f"part-{group[0][TS_COLUMN]:016d}-{os.getpid()}-{sequence:06d}.parquet"
+                first_ts = group.column(TS_COLUMN)[0].value
+                name = f"part-{first_ts:016d}-{os.getpid()}-{sequence:06d}.parquet"
                 temporary = folder / f".{name}.tmp"
-                pq.write_table(table, temporary)
+                pq.write_table(group, temporary)
                 os.replace(temporary, folder / name)
             except Exception as exc:  # reported and retried by the loop side
-                failed.extend(group)
+                if mask is None:
+                    failed = values
+                else:
+                    for row in pc.indices_nonzero(mask).to_pylist():
+                        failed += values[row * width : (row + 1) * width]
                 error = exc
                 continue
             files += 1
@@ -191,11 +250,119 @@ class ParquetTable:
             self._roll()
             while self._in_flight:
                 await asyncio.gather(*list(self._in_flight), return_exceptions=True)
-            if not self._rows:
+            if not self._values:
                 break
-        if self._rows:
-            log.error("%d metrics rows could not be written and are lost", len(self._rows))
+        if self._values:
+            log.error("%d metrics rows could not be written and are lost", len(self._values) // self.width)
         await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown)
+
+
+def _groups(table: Any) -> list[tuple[int, int, Any]]:
+    """Writer thread: the (broker id, UTC day since 1970, row mask) of each file to
+    write, in the order of their first rows; mask None: the whole table (one broker and
+    one day, the usual batch). Days by integer division of the µs timestamp (floored),
+    not a datetime per row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    day = _floor_divide(table.column(TS_COLUMN).cast(pa.int64()), DAY_US)
+    broker = table.column(BROKER_COLUMN)
+    days, brokers = pc.min_max(day), pc.min_max(broker)
+    if days["min"] == days["max"] and brokers["min"] == brokers["max"]:
+        return [(brokers["min"].as_py(), days["min"].as_py(), None)]
+    keys = pa.table({"broker": broker, "day": day, "row": pa.array(range(table.num_rows), pa.int64())})
+    found = keys.group_by(["broker", "day"], use_threads=False).aggregate([("row", "min")])
+    return [
+        (broker_id, day_number, pc.and_(pc.equal(broker, broker_id), pc.equal(day, day_number)))
+        for broker_id, day_number, _ in sorted(
+            zip(*(found.column(name).to_pylist() for name in ("broker", "day", "row_min")), strict=True),
+            key=lambda group: group[2],
+        )
+    ]
+
+
+def _floor_divide(values: Any, divisor: int) -> Any:
+    """Python's // over an int64 array (Arrow's divide truncates toward zero)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    quotient = pc.divide(values, divisor)
+    below = pc.greater(pc.multiply(quotient, divisor), values)  # only where negative and inexact
+    return pc.subtract(quotient, below.cast(pa.int64()))
+
+
+# A request's row as buffered on the loop: what changes from request to request, and
+# no more (`MetricsSink._arrays` makes spark/schema.py's columns of it in the writer
+# thread): the receive and done times in ns (ts, handler_us and total_us are computed
+# there), `origin` for the eight columns that stay while a connection's principal, client
+# id and client software do, and no api_name or run_id (the API key and the process give them).
+ROW_VALUES = (
+    "received_ns",
+    "origin",
+    "api_key",
+    "api_version",
+    "correlation_id",
+    "request_bytes",
+    "response_bytes",
+    "busy_ns",
+    "done_ns",
+    "throttle_time_ms",
+    "throttle_cause",
+    "quota_user",
+    "quota_client_id",
+    "quota_limit",
+    "quota_rate",
+    "error_code",
+    "error_count",
+    "record_count",
+    "partition_count",
+    "acks",
+    "seq",
+    "quotas_on",
+    "quota_ms",
+    "quota_bytes",
+    "request_time",
+    "request_time_after",
+    "request_time_after_ms",
+)
+ROW_WIDTH = len(ROW_VALUES)
+ORIGIN_COLUMNS = (
+    "broker_id",
+    "listener",
+    "connection_id",
+    "client_host",
+    "principal",
+    "client_id",
+    "client_software_name",
+    "client_software_version",
+)
+
+
+class Origin:
+    """Who sent a connection's requests: the row's per-connection columns, built once
+    and kept in the connection's memo while its principal (re-authentication), client
+    id (any request may change it) and client software (ApiVersions) stay. Hashed by
+    identity, so the writer finds a batch's distinct origins cheaply."""
+
+    __slots__ = ("principal", "client_id", "software_name", "software_version", "values")
+
+    def __init__(self, ctx: RequestContext) -> None:
+        connection = ctx.connection
+        self.principal = connection.principal
+        self.client_id = ctx.client_id
+        self.software_name = connection.client_software_name
+        self.software_version = connection.client_software_version
+        self.values = (  # in ORIGIN_COLUMNS' order
+            ctx.broker.node_id,
+            connection.listener,
+            connection.connection_id,
+            connection.peer[0],
+            str(self.principal),
+            self.client_id,
+            self.software_name or None,
+            self.software_version or None,
+        )
+        connection.memo[Origin] = self
 
 
 class MetricsSink(ParquetTable, Observer):
@@ -209,7 +376,7 @@ class MetricsSink(ParquetTable, Observer):
         roll_ms: int = 10_000,
         buffer_rows: int = 400_000,
     ) -> None:
-        super().__init__(directory, arrow_schema(), roll_rows, roll_ms, buffer_rows)
+        super().__init__(directory, arrow_schema(), roll_rows, roll_ms, buffer_rows, ROW_WIDTH)
         # The order requests finish in: a request records its quotas just before its
         # observers run, with nothing in between, so this is the order of the recordings.
         self._seq = itertools.count()
@@ -223,7 +390,48 @@ class MetricsSink(ParquetTable, Observer):
 
     def request_done(self, ctx: RequestContext, response: Any) -> None:
         if not ctx.disconnected:  # a row per answered (or acks=0) request
-            self.add(request_row(ctx, response, next(self._seq)))
+            values = self._values  # add(), inline: this runs once per request
+            values += request_row(ctx, response, next(self._seq))
+            if len(values) >= self._check_len:
+                self._check()
+
+    def _arrays(self, values: list[Any]) -> list[Any]:
+        """Writer thread: spark/schema.py's columns of a batch of buffered rows. The
+        derived columns are computed on whole columns in Arrow, exactly as Python would
+        per row (floored division); each distinct origin's columns are converted once
+        and spread over its rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = {name: values[i::ROW_WIDTH] for i, name in enumerate(ROW_VALUES)}
+        types = {field.name: field.type for field in self.schema}
+        count = len(column["seq"])
+        received = pa.array(column["received_ns"], pa.int64())
+        api_keys = pa.array(column["api_key"], types["api_key"])
+        keys = pc.unique(api_keys)
+        names = pa.array([_api_name(key) for key in keys.to_pylist()], pa.string())
+        arrays = {
+            "ts": _floor_divide(pc.add(received, EPOCH_OFFSET_NS), 1000).cast(types["ts"]),
+            "api_key": api_keys,
+            "api_name": names.take(pc.index_in(api_keys, value_set=keys)),
+            "handler_us": _floor_divide(pa.array(column["busy_ns"], pa.int64()), 1000),
+            "total_us": _floor_divide(pc.subtract(pa.array(column["done_ns"], pa.int64()), received), 1000),
+            "run_id": pa.repeat(pa.scalar(RUN_ID, types["run_id"]), count),
+        }
+        origins = column["origin"]
+        distinct = list(dict.fromkeys(origins))
+        if len(distinct) == 1:
+            for value, name in zip(distinct[0].values, ORIGIN_COLUMNS, strict=True):
+                arrays[name] = pa.repeat(pa.scalar(value, types[name]), count)
+        else:
+            index = {origin: i for i, origin in enumerate(distinct)}
+            rows = pa.array(list(map(index.__getitem__, origins)), pa.int32())
+            for i, name in enumerate(ORIGIN_COLUMNS):
+                arrays[name] = pa.array([origin.values[i] for origin in distinct], types[name]).take(rows)
+        return [
+            arrays[field.name] if field.name in arrays else pa.array(column[field.name], field.type)
+            for field in self.schema
+        ]
 
     def export_client_metrics(self, push: TelemetryPush) -> None:
         """A telemetry exporter: one row per pushed data point."""
@@ -246,21 +454,30 @@ class MetricsSink(ParquetTable, Observer):
         ]
 
 
-def request_row(ctx: RequestContext, response: Any, seq: int | None = None) -> Row:
-    """The metrics row of one answered request, columns in spark/schema.py's order.
+def _api_name(api_key: int) -> str:
+    name = _API_NAMES.get(api_key)
+    if name is None:
+        name = _API_NAMES[api_key] = api_name(api_key)
+    return name
 
-    The last columns are what the quota sensors were fed (see spark/schema.py): the
+
+def request_row(ctx: RequestContext, response: Any, seq: int | None = None) -> Row:
+    """The buffered row of one answered request: the values of ROW_VALUES.
+
+    The quota columns are what the quota sensors were fed (see spark/schema.py): the
     sensors keep the last values recorded, and nothing else records on them between
     this request's recording and this row (both run in one step on the event loop)."""
     connection = ctx.connection
-    name = _API_NAMES.get(ctx.api_key)
-    if name is None:
-        name = _API_NAMES[ctx.api_key] = api_name(ctx.api_key)
-    cause = "none"
-    sensors = ctx.quota_sensors or ctx.request_sensors
-    if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
-        manager, sensors = ctx.throttled_by
-        cause = THROTTLE_CAUSE[manager.quota_type]
+    client_id = ctx.client_id
+    origin = connection.memo.get(Origin)
+    if (
+        origin is None
+        or origin.client_id != client_id
+        or origin.principal is not connection.principal
+        or origin.software_name is not connection.client_software_name
+        or origin.software_version is not connection.client_software_version
+    ):
+        origin = Origin(ctx)
     if ctx.error_code is not None:
         error_code, error_count = ctx.error_code, ctx.error_count
     else:
@@ -272,35 +489,63 @@ def request_row(ctx: RequestContext, response: Any, seq: int | None = None) -> R
         | managers.request.enabled << 2
         | managers.controller_mutation.enabled << 3
     )
-    quota_ms = quota_bytes = request_time = request_time_after = request_time_after_ms = None
     request_sensors = ctx.request_sensors
+    quota_sensors = ctx.quota_sensors
+    if request_sensors is None and quota_sensors is None and ctx.throttled_by is None:
+        return (  # nothing recorded on a quota (none of the kind set): the usual row
+            ctx.received_ns,
+            origin,
+            ctx.api_key,
+            ctx.api_version,
+            ctx.correlation_id,
+            ctx.request_bytes,
+            ctx.response_bytes,
+            ctx.busy_ns,
+            ctx.done_ns,
+            ctx.throttle_ms,
+            "none",
+            None,
+            None,
+            None,
+            None,
+            error_code,
+            error_count,
+            ctx.record_count,
+            ctx.partition_count,
+            ctx.acks,
+            seq,
+            quotas_on,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+    cause = "none"
+    sensors = quota_sensors or request_sensors
+    if ctx.throttle_ms > 0 and ctx.throttled_by is not None:
+        manager, sensors = ctx.throttled_by
+        cause = THROTTLE_CAUSE[manager.quota_type]
+    quota_ms = quota_bytes = request_time = request_time_after = request_time_after_ms = None
     if request_sensors is not None:
         quota_ms = request_sensors.last_check_ms + EPOCH_OFFSET_MS
         request_time = request_sensors.last_value
         if response is not None:  # the response's encoding was recorded after it
             request_time_after = request_sensors.last_extra
             request_time_after_ms = request_sensors.last_record_ms + EPOCH_OFFSET_MS
-    if ctx.quota_sensors is not None and ctx.api_key in PRODUCE_OR_FETCH:
-        quota_ms = ctx.quota_sensors.last_check_ms + EPOCH_OFFSET_MS  # the same time
-        quota_bytes = ctx.quota_sensors.last_value
+    if quota_sensors is not None and ctx.api_key in PRODUCE_OR_FETCH:
+        quota_ms = quota_sensors.last_check_ms + EPOCH_OFFSET_MS  # the same time
+        quota_bytes = quota_sensors.last_value
     return (
-        (ctx.received_ns + EPOCH_OFFSET_NS) // 1000,
-        ctx.broker.node_id,
-        connection.listener,
-        connection.connection_id,
-        connection.peer[0],
-        str(connection.principal),
-        ctx.client_id,
-        connection.client_software_name or None,
-        connection.client_software_version or None,
+        ctx.received_ns,
+        origin,
         ctx.api_key,
-        name,
         ctx.api_version,
         ctx.correlation_id,
         ctx.request_bytes,
         ctx.response_bytes,
-        ctx.busy_ns // 1000,
-        (ctx.done_ns - ctx.received_ns) // 1000,
+        ctx.busy_ns,
+        ctx.done_ns,
         ctx.throttle_ms,
         cause,
         sensors.tags.get("user") if sensors is not None else None,
@@ -312,8 +557,6 @@ def request_row(ctx: RequestContext, response: Any, seq: int | None = None) -> R
         ctx.record_count,
         ctx.partition_count,
         ctx.acks,
-    ) + (  # two tuples: CPython builds one of more than 30 items through a list, far slower
-        RUN_ID,
         seq,
         quotas_on,
         quota_ms,
