@@ -24,6 +24,7 @@ from quotas.manager import (
     ClientSensors,
     ControllerMutationQuota,
     QuotaManagers,
+    RequestQuotaManager,
 )
 from quotas.sensor import WindowConfig
 
@@ -136,7 +137,7 @@ def _record_request(ctx: RequestContext, now: int) -> int:
     if not request.enabled:
         return 0
     sensors = ctx.request_sensors = _sensors(ctx, request, now)
-    return request.record(sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)
+    return sensors.record_checked(ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)  # request.record
 
 
 def finish_request(ctx: RequestContext) -> None:
@@ -162,10 +163,8 @@ def record_encoding(ctx: RequestContext, nanos: int) -> None:
     """Network-thread time (here: encoding and writing the response), recorded without a
     quota check, as Kafka records it after the response is sent."""
     sensors = ctx.request_sensors
-    if sensors is not None:
-        ctx.broker.quota_managers.request.record_no_throttle(
-            sensors, nanos * NANOS_TO_PERCENTAGE, _monotonic_ns() // 1_000_000
-        )
+    if sensors is not None:  # request.record_no_throttle, without the manager between
+        sensors.record_extra(nanos * NANOS_TO_PERCENTAGE, _monotonic_ns() // 1_000_000)
 
 
 def _combine(
@@ -192,18 +191,68 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
     produce, request = managers.produce, managers.request
     if not (produce.enabled or request.enabled):
         return  # nothing to record, nothing to throttle
-    now = _monotonic_ns() // 1_000_000
+    now_ns = _monotonic_ns()
+    now = now_ns // 1_000_000
+    connection = ctx.connection
+    found = connection.memo.get(managers)
+    if (
+        found is None
+        or not acks
+        or found[0] != produce.generation
+        or found[1] != request.generation
+        or found[2] is not connection.principal
+        or found[3] != (ctx.client_id or "")
+    ):
+        _record_produce(ctx, acks, produce, request, now)
+        return
+    # Every produce request under quotas: both sensors from one memo entry (what
+    # `_record_produce` found for this principal and client id while neither manager's
+    # generation moved; None for a manager without quotas), recorded on directly.
+    bandwidth_ms = request_ms = 0
+    sensors = found[4]
+    if sensors is not None:
+        ctx.quota_sensors = sensors
+        bandwidth_ms = sensors.record_checked(ctx.request_bytes, now)  # produce.record
+    request_sensors = found[5]
+    if request_sensors is not None:
+        ctx.request_sensors = request_sensors
+        # ctx.thread_ns() at the clock just read (RequestContext.thread_ns, inlined)
+        resumed = ctx.resumed_ns
+        thread_ns = ctx.handler_ns if resumed is None else ctx.handler_ns + now_ns - resumed
+        request_ms = request_sensors.record_checked(thread_ns * NANOS_TO_PERCENTAGE, now)  # request.record
+    if bandwidth_ms > 0 or request_ms > 0:
+        _combine(ctx, produce, sensors, bandwidth_ms, request_ms)
+
+
+def _record_produce(
+    ctx: RequestContext, acks: int, produce: ClientQuotaManager, request: RequestQuotaManager, now: int
+) -> None:
+    """record_produce through `_sensors`, remembering both sensors for the next request of
+    the connection when both managers may be memoized (the default callback) and acks != 0."""
     bandwidth_ms, sensors = 0, None
     if produce.enabled:
         sensors = ctx.quota_sensors = _sensors(ctx, produce, now)
         bandwidth_ms = produce.record(sensors, ctx.request_bytes, now)
-    request_ms = 0
+    request_ms, request_sensors = 0, None
     if request.enabled:
         if acks == 0:
             request.record_exempt(ctx.thread_ns(), now)
-        else:  # _record_request, inlined: this runs for every produce request under quotas
+        else:
             request_sensors = ctx.request_sensors = _sensors(ctx, request, now)
             request_ms = request.record(request_sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)
+    if acks and produce.memoizable and request.memoizable:
+        connection = ctx.connection
+        memo = connection.memo
+        if len(memo) >= 8:  # as in _sensors
+            memo.clear()
+        memo[ctx.broker.quota_managers] = (
+            produce.generation,
+            request.generation,
+            connection.principal,
+            ctx.client_id or "",
+            sensors,
+            request_sensors,
+        )
     if bandwidth_ms > 0 or request_ms > 0:
         _combine(ctx, produce, sensors, bandwidth_ms, request_ms)
 
@@ -230,7 +279,7 @@ def record_fetch(ctx: RequestContext, response_size: int) -> bool:
     bandwidth_ms, sensors = 0, None
     if managers.fetch.enabled:
         sensors = ctx.quota_sensors = _sensors(ctx, managers.fetch, now)
-        bandwidth_ms = managers.fetch.record(sensors, response_size, now)
+        bandwidth_ms = sensors.record_checked(response_size, now)  # fetch.record
     if max(bandwidth_ms, request_ms) <= 0:
         return False
     if sensors is not None:

@@ -19,7 +19,7 @@ from broker import throttling
 from quotas.callback import DefaultQuotaCallback, KafkaPrincipal
 from quotas.connections import ConnectionQuotas
 from quotas.entity import QuotaEntity
-from quotas.manager import INACTIVE_SENSOR_EXPIRY_MS, ClientQuotaManager, QuotaManagers
+from quotas.manager import INACTIVE_SENSOR_EXPIRY_MS, NANOS_TO_PERCENTAGE, ClientQuotaManager, QuotaManagers
 from quotas.sensor import Rate, WindowConfig
 
 
@@ -131,3 +131,86 @@ def test_a_custom_callback_is_asked_every_time() -> None:
     for now in range(5):
         throttling._sensors(ctx, managers.produce, now)
     assert Counting.asked == 5
+
+
+def _produce_ctx(managers: QuotaManagers, connection: Any, client_id: str) -> Any:
+    return SimpleNamespace(
+        connection=connection,
+        client_id=client_id,
+        broker=SimpleNamespace(quota_managers=managers),
+        request_bytes=26_000,
+        resumed_ns=None,
+        handler_ns=40_000,
+        thread_ns=lambda: 40_000,
+        quota_recorded=False,
+        quota_sensors=None,
+        request_sensors=None,
+        throttle_ms=0,
+        throttled_by=None,
+    )
+
+
+def test_record_produce_records_on_the_managers_sensors(monkeypatch: Any) -> None:
+    """record_produce remembers both sensors of a connection in one memo entry: after every
+    kind of change it records on what sensors_for gives, for both quotas, and on nothing
+    for a quota not set (acks=0: the request quota's exempt rate only)."""
+    clock = [10**12]
+    monkeypatch.setattr(throttling, "_monotonic_ns", lambda: clock[0])
+    rng = random.Random(22)
+    managers = _managers()
+    principals = [KafkaPrincipal("User", name) for name in ("alice", "bob", "ANONYMOUS")]
+    client_ids = ["app", "other", ""]
+    connections = [SimpleNamespace(principal=rng.choice(principals), memo={}) for _ in range(3)]
+    client_of = {id(connection): rng.choice(client_ids) for connection in connections}
+    slow = [0]
+    full_path = throttling._record_produce
+
+    def counted(*args: Any) -> None:
+        slow[0] += 1
+        full_path(*args)
+
+    monkeypatch.setattr(throttling, "_record_produce", counted)
+    for step in range(4000):
+        clock[0] += rng.choice((0, 1, 10, 1000)) * 1_000_000
+        now = clock[0] // 1_000_000
+        roll = rng.random()
+        if roll < 0.08:
+            key = rng.choice(("producer_byte_rate", "request_percentage", "consumer_byte_rate"))
+            parts = rng.choice(
+                ({"user": "alice"}, {"client-id": "app"}, {"user": None}, {"user": "bob", "client-id": None})
+            )
+            managers.quota_changed(QuotaEntity(parts), key, rng.choice((None, 1000.0, 5e6, 1e12)))
+        elif roll < 0.09:
+            clock[0] += INACTIVE_SENSOR_EXPIRY_MS * 1_000_000
+            now = clock[0] // 1_000_000
+            managers.produce._created_since_expiry = 999  # the next new sensor expires the idle ones
+            managers.request._created_since_expiry = 999
+        elif roll < 0.1:
+            managers.replace_callback(DefaultQuotaCallback(), [], None)  # type: ignore[arg-type]
+        elif roll < 0.11:
+            rng.choice(connections).principal = rng.choice(principals)  # re-authenticated
+        elif roll < 0.12:
+            client_of[id(rng.choice(connections))] = rng.choice(client_ids)  # another client id
+        connection = rng.choice(connections)
+        ctx = _produce_ctx(managers, connection, client_of[id(connection)])
+        acks = rng.choice((1, 1, 1, -1, 0))
+        exempt_before = managers.request.exempt.measure(now)
+        throttling.record_produce(ctx, acks)
+        produce, request = managers.produce, managers.request
+        if produce.enabled:
+            expected = produce.sensors_for(connection.principal, ctx.client_id, now)
+            assert ctx.quota_sensors is expected, step
+            assert expected.last_check_ms == now and expected.last_value == 26_000, step
+            assert expected.bound == produce.callback.quota_limit(produce.quota_type, expected.tags), step
+        else:
+            assert ctx.quota_sensors is None, step
+        if request.enabled and acks != 0:
+            expected = request.sensors_for(connection.principal, ctx.client_id, now)
+            assert ctx.request_sensors is expected, step
+            assert expected.last_check_ms == now and expected.last_value == 40_000 * NANOS_TO_PERCENTAGE, step
+            assert expected.bound == request.callback.quota_limit(request.quota_type, expected.tags), step
+        else:
+            assert ctx.request_sensors is None, step
+            if request.enabled:
+                assert request.exempt.measure(now) > exempt_before, step
+    assert slow[0] < 2000  # most requests took the memo's way
