@@ -177,7 +177,7 @@ def _buffered_row(received_us: int, origin: Origin, seq: int) -> list[Any]:
         busy_ns=1_500,
         done_ns=received_ns + 2_999,
         throttle_time_ms=0,
-        throttle_cause="none",
+        throttle_cause=0,  # "none"
         error_code=0,
         error_count=0,
         seq=seq,
