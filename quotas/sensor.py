@@ -227,6 +227,10 @@ class _WindowedSum:
 class Rate(_Samples):
     """Units per second over the retained samples (Kafka's Rate over a WindowedSum).
 
+    A Rate counts no events (its samples' counts stay 0): Kafka's WindowedSum counts them,
+    but only Sample.isComplete reads them, against an event window quotas never set
+    (Long.MAX_VALUE), and every record under a quota paid for the count.
+
     The window is measured from the oldest sample's start, padded up to
     (samples - 1) full windows while younger: a new sensor's first burst is divided by
     about 10 s with the defaults, so roughly 10 x the quota passes unthrottled."""
@@ -246,7 +250,6 @@ class Rate(_Samples):
         """SampledStat.record for a sum: it runs on every request under a quota."""
         current = self._current if now_ms < self._roll_at else self._roll(now_ms)
         self._values[current] += value
-        self._counts[current] += 1
         self._lasts[current] = now_ms
 
     def measure(self, now_ms: int) -> float:
@@ -268,7 +271,6 @@ class Rate(_Samples):
         current = self._current if now_ms < self._roll_at else self._roll(now_ms)
         values = self._values
         values[current] += value
-        self._counts[current] += 1
         self._lasts[current] = now_ms
         if now_ms < self._quiet_until:
             # No sample can have expired since the last full pass and none was created
@@ -378,7 +380,6 @@ class QuotaSensor(Rate):
         current = self._current if now_ms < self._roll_at else self._roll(now_ms)
         values = self._values
         values[current] += value
-        self._counts[current] += 1
         self._lasts[current] = now_ms
         bound = self.bound
         if bound is None:
@@ -416,7 +417,6 @@ class QuotaSensor(Rate):
         # Rate.record
         current = self._current if now_ms < self._roll_at else self._roll(now_ms)
         self._values[current] += value
-        self._counts[current] += 1
         self._lasts[current] = now_ms
 
 
