@@ -188,9 +188,8 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
     included), and the request quota unless acks=0 (exempt, only counted)."""
     ctx.quota_recorded = True
     managers = ctx.broker.quota_managers
-    produce, request = managers.produce, managers.request
-    if not (produce.enabled or request.enabled):
-        return  # nothing to record, nothing to throttle
+    if not managers.produce_quota:
+        return  # neither quota set: nothing to record, nothing to throttle
     now_ns = _monotonic_ns()
     now = now_ns // 1_000_000
     connection = ctx.connection
@@ -198,22 +197,21 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
     if (
         found is None
         or not acks
-        or found[0] != produce.generation
-        or found[1] != request.generation
-        or found[2] is not connection.principal
-        or found[3] != (ctx.client_id or "")
+        or found[0] != managers.epoch
+        or found[1] is not connection.principal
+        or found[2] != (ctx.client_id or "")
     ):
-        _record_produce(ctx, acks, produce, request, now)
+        _record_produce(ctx, acks, managers.produce, managers.request, now)
         return
     # Every produce request under quotas: both sensors from one memo entry (what
-    # `_record_produce` found for this principal and client id while neither manager's
-    # generation moved; None for a manager without quotas), recorded on directly.
+    # `_record_produce` found for this principal and client id while no manager's
+    # generation moved: the managers' epoch; None for a quota not set), recorded on directly.
     bandwidth_ms = request_ms = 0
-    sensors = found[4]
+    sensors = found[3]
     if sensors is not None:
         ctx.quota_sensors = sensors
         bandwidth_ms = sensors.record_checked(ctx.request_bytes, now)  # produce.record
-    request_sensors = found[5]
+    request_sensors = found[4]
     if request_sensors is not None:
         ctx.request_sensors = request_sensors
         # ctx.thread_ns() at the clock just read (RequestContext.thread_ns, inlined)
@@ -221,7 +219,7 @@ def record_produce(ctx: RequestContext, acks: int) -> None:
         thread_ns = ctx.handler_ns if resumed is None else ctx.handler_ns + now_ns - resumed
         request_ms = request_sensors.record_checked(thread_ns * NANOS_TO_PERCENTAGE, now)  # request.record
     if bandwidth_ms > 0 or request_ms > 0:
-        _combine(ctx, produce, sensors, bandwidth_ms, request_ms)
+        _combine(ctx, managers.produce, sensors, bandwidth_ms, request_ms)
 
 
 def _record_produce(
@@ -245,9 +243,9 @@ def _record_produce(
         memo = connection.memo
         if len(memo) >= 8:  # as in _sensors
             memo.clear()
-        memo[ctx.broker.quota_managers] = (
-            produce.generation,
-            request.generation,
+        managers = ctx.broker.quota_managers
+        memo[managers] = (
+            managers.epoch,
             connection.principal,
             ctx.client_id or "",
             sensors,

@@ -115,6 +115,7 @@ class ClientQuotaManager:
         # kept at all (only when `_resolved` could be: the default callback).
         self.generation = 0
         self.memoizable = False
+        self.owner: QuotaManagers | None = None  # told of every generation (QuotaManagers.epoch)
         self.set_callback(callback)
 
     def set_callback(self, callback: ClientQuotaCallback) -> None:
@@ -199,6 +200,8 @@ class ClientQuotaManager:
         self.enabled = self._quotas_enabled()
         self._resolved.clear()
         self.generation += 1
+        if self.owner is not None:
+            self.owner.manager_changed()
         for sensors in self.sensors.values():
             try:
                 sensors.bound = self.callback.quota_limit(self.quota_type, sensors.tags)
@@ -210,6 +213,8 @@ class ClientQuotaManager:
         self._created_since_expiry = 0
         self._resolved.clear()
         self.generation += 1
+        if self.owner is not None:
+            self.owner.manager_changed()
         for key in [
             k for k, s in self.sensors.items() if now_ms - s.last_record_ms >= INACTIVE_SENSOR_EXPIRY_MS
         ]:
@@ -348,6 +353,18 @@ class QuotaManagers:
         self.request = RequestQuotaManager(callback, config)
         self.controller_mutation = ControllerMutationQuotaManager(callback, controller_config)
         self.connections = connections
+        # Bumped with any manager's generation, with `produce_quota` (whether a produce
+        # request records anything) kept beside it: what the broker's per-connection memo
+        # of a produce request's two sensors checks, in one object.
+        self.epoch = 0
+        self.produce_quota = self.produce.enabled or self.request.enabled
+        for manager in self.managers:
+            manager.owner = self
+
+    def manager_changed(self) -> None:
+        """A manager's limits, callback or sensors changed (its generation moved)."""
+        self.epoch += 1
+        self.produce_quota = self.produce.enabled or self.request.enabled
 
     def by_type(self, quota_type: ClientQuotaType) -> ClientQuotaManager:
         return {

@@ -75,8 +75,9 @@ class _Samples:
     `_roll_at` is the current sample's start plus the window (when a record starts the next
     sample; `_VOID` before the first). `_quiet_until` and `_min_start` are what the last full
     pass found: before `_quiet_until` no sample can expire (the earliest last event plus the
-    expiry age; later events only push it back), and `_min_start` is the earliest start.
-    Creating or resetting a sample voids them."""
+    expiry age; later events only push it back), and `_min_start` is the earliest start;
+    `_fast_until` is the earlier of `_quiet_until` and `_roll_at` (one test for a
+    quota-checked record's common case). Creating or resetting a sample voids them."""
 
     __slots__ = (
         "config",
@@ -89,6 +90,7 @@ class _Samples:
         "_initial",
         "_roll_at",
         "_quiet_until",
+        "_fast_until",
         "_min_start",
         "_window_ms",
         "_expire_age",
@@ -105,7 +107,7 @@ class _Samples:
         self._counts: list[int] = []
         self._current = 0
         self._roll_at = _VOID
-        self._quiet_until = _VOID
+        self._quiet_until = self._fast_until = _VOID
         self._min_start = 0
         self._window_ms = config.window_ms
         self._expire_age = config.samples * config.window_ms
@@ -120,7 +122,7 @@ class _Samples:
             self._new_slot(now_ms)
             if now_ms < self._roll_at:  # a new sample is complete only with a window of 0 ms
                 return self._current
-        self._quiet_until = _VOID
+        self._quiet_until = self._fast_until = _VOID
         current = self._current = (self._current + 1) % self._slots
         if current >= len(self._values):
             self._new_slot(now_ms)
@@ -133,7 +135,7 @@ class _Samples:
         self._starts.append(now_ms)
         self._lasts.append(now_ms)
         self._counts.append(0)
-        self._quiet_until = _VOID
+        self._quiet_until = self._fast_until = _VOID
         if len(self._values) - 1 == self._current:
             self._roll_at = now_ms + self._window_ms
 
@@ -141,13 +143,13 @@ class _Samples:
         self._values[slot] = self._initial
         self._starts[slot] = self._lasts[slot] = now_ms
         self._counts[slot] = 0
-        self._quiet_until = _VOID
+        self._quiet_until = self._fast_until = _VOID
         if slot == self._current:
             self._roll_at = now_ms + self._window_ms
 
     def purge_obsolete(self, now_ms: int) -> None:
         """Resets every sample whose last event is `samples` x window old."""
-        self._quiet_until = _VOID
+        self._quiet_until = self._fast_until = _VOID
         expire_age = self._expire_age
         for slot, last in enumerate(self._lasts):
             if now_ms - last >= expire_age:
@@ -314,7 +316,9 @@ class Rate(_Samples):
                     min_last = last
             else:
                 self._reset(slot, now_ms)  # adds its 0.0 to Java's sum: no change
-        self._quiet_until = min_last + expire_age
+        quiet_until = self._quiet_until = min_last + expire_age
+        roll_at = self._roll_at
+        self._fast_until = roll_at if roll_at < quiet_until else quiet_until
         self._min_start = oldest  # the earliest start of every sample now
         return total, oldest
 
@@ -376,22 +380,37 @@ class QuotaSensor(Rate):
         """Records `value` and returns the throttle time (0 within the quota, or without one)."""
         self.last_record_ms = self.last_check_ms = now_ms
         self.last_value = value
-        # Rate.record
-        current = self._current if now_ms < self._roll_at else self._roll(now_ms)
-        values = self._values
-        values[current] += value
-        self._lasts[current] = now_ms
         bound = self.bound
-        if bound is None:
-            return 0
-        # Rate.measure_with_window, as in record_and_measure
-        if now_ms < self._quiet_until:
+        values = self._values
+        if now_ms < self._fast_until:
+            # Within the current sample and before any sample can expire (what the last
+            # full pass found, voided when a sample is created or reset): Rate.record,
+            # then Rate.measure's sum over every sample in order (a reset one adds its 0.0,
+            # which changes no sum: no sample value is ever -0.0) and the same oldest start.
+            current = self._current
+            values[current] += value
+            self._lasts[current] = now_ms
+            if bound is None:
+                return 0
             total = ordered_sum(values, 0.0)
             oldest = self._min_start
             if now_ms < oldest:
                 oldest = now_ms
         else:
-            total, oldest = self._full_pass(now_ms)
+            # Rate.record
+            current = self._current if now_ms < self._roll_at else self._roll(now_ms)
+            values[current] += value
+            self._lasts[current] = now_ms
+            if bound is None:
+                return 0  # no quota: recorded, not measured (so nothing purged)
+            # Rate.measure_with_window, as in record_and_measure
+            if now_ms < self._quiet_until:
+                total = ordered_sum(values, 0.0)
+                oldest = self._min_start
+                if now_ms < oldest:
+                    oldest = now_ms
+            else:
+                total, oldest = self._full_pass(now_ms)
         elapsed = now_ms - oldest  # never negative: oldest <= now
         if elapsed < self._min_elapsed:  # fewer than samples - 1 full windows: padded
             window = self._window_ms

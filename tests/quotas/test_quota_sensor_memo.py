@@ -197,6 +197,7 @@ def test_record_produce_records_on_the_managers_sensors(monkeypatch: Any) -> Non
         exempt_before = managers.request.exempt.measure(now)
         throttling.record_produce(ctx, acks)
         produce, request = managers.produce, managers.request
+        assert managers.produce_quota == (produce.enabled or request.enabled), step
         if produce.enabled:
             expected = produce.sensors_for(connection.principal, ctx.client_id, now)
             assert ctx.quota_sensors is expected, step
