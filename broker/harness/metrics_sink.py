@@ -19,7 +19,6 @@ leading underscore keeps them out of Spark's and pyarrow's reads of the request 
 
 from __future__ import annotations
 
-import array
 import asyncio
 import concurrent.futures
 import datetime
@@ -61,9 +60,6 @@ THROTTLE_CAUSE = {  # the code of each quota type's cause
     ClientQuotaType.REQUEST: 3,
     ClientQuotaType.CONTROLLER_MUTATION: 4,
 }
-# Columns of these types converted through array.array (C, a few times faster than
-# pyarrow's converter of Python objects) when they hold no None.
-_ARRAY_CODES = {"int64": "q", "int32": "q", "int16": "q", "int8": "q", "double": "d"}
 _API_NAMES: dict[int, str] = {}
 _ERROR_FIELDS: dict[type, tuple[bool, tuple[str, ...]]] = {}
 
@@ -90,6 +86,10 @@ class ParquetTable:
         self.buffer_rows = max(self.roll_rows, buffer_rows)
         self.schema = schema
         self.width = width if width is not None else len(schema)
+        # Dictionary-encoded in the files: the string columns (few distinct values each).
+        # Numbers are written plain: their dictionaries took a quarter of the write's
+        # time for files 7 % smaller; readers see the same values either way.
+        self._dictionary_columns = [field.name for field in schema if str(field.type) == "string"]
         self._values: list[Any] = []  # the rows not yet handed to the writer, flat
         self._writing_rows = 0  # handed to the writer, not yet on disk
         self._added_before = 0  # rows_added, less the rows in _values
@@ -230,7 +230,7 @@ class ParquetTable:
                 first_ts = group.column(TS_COLUMN)[0].value
                 name = f"part-{first_ts:016d}-{os.getpid()}-{sequence:06d}.parquet"
                 temporary = folder / f".{name}.tmp"
-                pq.write_table(group, temporary)
+                pq.write_table(group, temporary, use_dictionary=self._dictionary_columns)
                 os.replace(temporary, folder / name)
             except Exception as exc:  # reported and retried by the loop side
                 if mask is None:
@@ -286,25 +286,15 @@ def _groups(table: Any) -> list[tuple[int, int, Any]]:
 
 
 def _column(values: list[Any], type: Any) -> Any:
-    """Writer thread: `pa.array(values, type)`, the same array, made faster where it can
-    be: all null, or numbers without a None (through array.array, cast after: a value out
-    of the type's range fails the write as pa.array would)."""
+    """Writer thread: `pa.array(values, type)`, the same array; an all-null column (the
+    quota columns while no quota is set) without pyarrow looking at each value. (Lists of
+    numbers gain nothing through array.array or struct: ~350 instructions a value either
+    way in this build, and `list.count(None)` costs half of that again.)"""
     import pyarrow as pa
 
     count = len(values)
-    nulls = values.count(None)
-    if nulls == count:
+    if count and values[0] is None and values[-1] is None and values == [None] * count:
         return pa.nulls(count, type)
-    code = _ARRAY_CODES.get(str(type))
-    if code is not None and not nulls:
-        try:
-            buffer = array.array(code, values)
-        except TypeError:  # e.g. a float among ints: pyarrow says what is wrong
-            pass
-        else:
-            base = pa.int64() if code == "q" else pa.float64()
-            found = pa.Array.from_buffers(base, count, [None, pa.py_buffer(buffer)])
-            return found if type == base else found.cast(type)
     return pa.array(values, type)
 
 
