@@ -33,7 +33,11 @@ from broker.harness import metrics_sink
 from broker.harness.metrics_sink import (
     DAY_US,
     EPOCH_OFFSET_NS,
+    NULL_INT,
+    NULLABLE_PACKED,
     ORIGIN_COLUMNS,
+    PACK,
+    PACKED,
     ROW_VALUES,
     ROW_WIDTH,
     MetricsSink,
@@ -164,11 +168,9 @@ def _origin(broker_id: int, connection_id: int) -> Origin:
 
 def _buffered_row(received_us: int, origin: Origin, seq: int) -> list[Any]:
     """One buffered row received at `received_us` (UTC µs), as request_row lays it out."""
-    row: dict[str, Any] = dict.fromkeys(ROW_VALUES)
     received_ns = received_us * 1000 - EPOCH_OFFSET_NS
-    row.update(
+    fields: dict[str, Any] = dict(
         received_ns=received_ns,
-        origin=origin,
         api_key=3,
         api_version=12,
         correlation_id=seq,
@@ -180,9 +182,14 @@ def _buffered_row(received_us: int, origin: Origin, seq: int) -> list[Any]:
         throttle_cause=0,  # "none"
         error_code=0,
         error_count=0,
+        record_count=NULL_INT,
+        partition_count=NULL_INT,
+        acks=NULL_INT,
         seq=seq,
         quotas_on=0,
     )
+    row: dict[str, Any] = dict.fromkeys(ROW_VALUES)
+    row.update(packed=PACK(*(fields[name] for name in PACKED)), origin=origin)
     return [row[name] for name in ROW_VALUES]
 
 
@@ -220,6 +227,7 @@ def test_a_batch_across_midnight_and_brokers_splits_into_one_file_each(tmp_path:
             assert r["total_us"] == 2 and r["handler_us"] == 1  # 2,999 and 1,500 ns, floored
             assert r["ts"] == EPOCH + datetime.timedelta(microseconds=times[r["seq"]])
             assert r["api_name"] == "Metadata" and r["run_id"] == metrics_sink.RUN_ID
+            assert (r["record_count"], r["partition_count"], r["acks"]) == (None, None, None)
     assert found == dict(expected)
 
 
@@ -233,11 +241,15 @@ def test_floor_divide_is_pythons_floor_division() -> None:
 
 
 def test_the_buffered_row_and_origin_layouts_cover_the_schema() -> None:
-    """Every schema column comes from the buffered row, an origin, or is derived."""
+    """Every schema column comes from the packed integers, the buffered row, an origin,
+    or is derived, once."""
     from spark.schema import COLUMN_NAMES
 
     derived = {"ts", "api_name", "handler_us", "total_us", "run_id"}
+    packed = set(PACKED) - {"received_ns", "busy_ns", "done_ns"}
+    from_row = set(ROW_VALUES) - {"packed", "origin"}
+    sources = [packed, from_row, set(ORIGIN_COLUMNS), derived]
+    assert set().union(*sources) == set(COLUMN_NAMES)
+    assert sum(len(source) for source in sources) == len(COLUMN_NAMES)
     assert len(ROW_VALUES) == ROW_WIDTH < 30  # a BUILD_TUPLE: more than 30 items goes through a list
-    from_row = set(ROW_VALUES) - {"received_ns", "origin", "busy_ns", "done_ns"}
-    assert from_row | set(ORIGIN_COLUMNS) | derived == set(COLUMN_NAMES)
-    assert not (from_row & set(ORIGIN_COLUMNS)) and not (from_row & derived)
+    assert set(NULLABLE_PACKED) <= set(PACKED)
