@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.config.broker_config import DEFAULTS, BrokerConfig
 from broker.state.cluster import Charge
@@ -117,10 +117,20 @@ def _sensors(ctx: RequestContext, manager: ClientQuotaManager, now: int) -> Clie
         sensors: ClientSensors = found[3]
         return sensors
     sensors = manager.sensors_for(principal, client_id, now)
-    if len(memo) >= 8:  # managers rebuilt (a new callback): the old ones' entries go
-        memo.clear()
-    memo[manager] = (manager.generation, principal, client_id, sensors)
+    _remember(memo, manager, (manager.generation, principal, client_id, sensors))
     return sensors
+
+
+# A connection's memo holds up to 7 entries in use (the four quota managers', the produce
+# path's, the conformance tracker's and the metrics sink's); managers rebuilt for a new
+# quota callback leave their old entries behind, so past this bound the memo starts over.
+MEMO_MAX_ENTRIES = 16
+
+
+def _remember(memo: dict[Any, Any], key: Any, value: Any) -> None:
+    if len(memo) >= MEMO_MAX_ENTRIES and key not in memo:
+        memo.clear()
+    memo[key] = value
 
 
 def _throttle(
@@ -240,16 +250,11 @@ def _record_produce(
             request_ms = request.record(request_sensors, ctx.thread_ns() * NANOS_TO_PERCENTAGE, now)
     if acks and produce.memoizable and request.memoizable:
         connection = ctx.connection
-        memo = connection.memo
-        if len(memo) >= 8:  # as in _sensors
-            memo.clear()
         managers = ctx.broker.quota_managers
-        memo[managers] = (
-            managers.epoch,
-            connection.principal,
-            ctx.client_id or "",
-            sensors,
-            request_sensors,
+        _remember(
+            connection.memo,
+            managers,
+            (managers.epoch, connection.principal, ctx.client_id or "", sensors, request_sensors),
         )
     if bandwidth_ms > 0 or request_ms > 0:
         _combine(ctx, produce, sensors, bandwidth_ms, request_ms)
