@@ -167,7 +167,7 @@ def _origin(broker_id: int, connection_id: int) -> Origin:
 
 
 def _buffered_row(received_us: int, origin: Origin, seq: int) -> list[Any]:
-    """One buffered row received at `received_us` (UTC µs), as request_row lays it out."""
+    """One buffered row received at `received_us` (UTC µs), as MetricsSink.request_done lays it out."""
     received_ns = received_us * 1000 - EPOCH_OFFSET_NS
     fields: dict[str, Any] = dict(
         received_ns=received_ns,
