@@ -253,3 +253,25 @@ def test_the_buffered_row_and_origin_layouts_cover_the_schema() -> None:
     assert sum(len(source) for source in sources) == len(COLUMN_NAMES)
     assert len(ROW_VALUES) == ROW_WIDTH < 30  # a BUILD_TUPLE: more than 30 items goes through a list
     assert set(NULLABLE_PACKED) <= set(PACKED)
+
+
+def test_quotas_on_follows_quota_changes_on_one_connection(tmp_path: Path) -> None:
+    """quotas_on is remembered per connection while the quota managers' epoch stays:
+    each quota set or removed between two requests of one connection shows in the
+    next row (raw frames; the quotas through the cluster's API)."""
+    changes: list[tuple[dict[str, float], list[str], int]] = [
+        ({}, [], 0),
+        ({"producer_byte_rate": 1e9}, [], 1),
+        ({"request_percentage": 500.0}, [], 1 | 4),
+        ({"consumer_byte_rate": 1e9, "controller_mutation_rate": 1e6}, [], 1 | 2 | 4 | 8),
+        ({}, ["producer_byte_rate", "request_percentage"], 2 | 8),
+        ({}, ["consumer_byte_rate", "controller_mutation_rate"], 0),
+    ]
+    with metrics_cluster(tmp_path) as cluster, RawClient(address(cluster), "quoted") as client:
+        for values, removed, _ in changes:
+            if values or removed:
+                cluster.quotas.alter({"client-id": "someone-else"}, set=values, remove=removed)
+            client.call(metadata_request())
+            client.call(metadata_request())  # the second from the memo
+    rows = sorted(read_rows(tmp_path), key=lambda r: r["seq"])
+    assert [r["quotas_on"] for r in rows] == [bits for _, _, bits in changes for _ in range(2)]
