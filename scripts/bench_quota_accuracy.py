@@ -116,38 +116,45 @@ _TOTALS: dict[tuple[str, str], list[float]] | None = None
 
 
 def _install_counters() -> dict[tuple[str, str], list[float]]:
-    """Wraps the quota managers' record/unrecord/throttle (in the process that runs the
-    broker, once) and returns the totals they keep: (direction, client-id) -> [bytes
-    counted, throttles, throttle ms]. Every case uses a client-id of its own."""
+    """Wraps the broker's produce and fetch recording and the quota managers'
+    unrecord/throttle (in the process that runs the broker, once) and returns the totals
+    they keep: (direction, client-id) -> [bytes counted, throttles, throttle ms]. Every
+    case uses a client-id of its own. The produce and fetch paths record on their sensors
+    directly (no manager call per request), so their records are counted where the
+    request's sensors are known: after `record_produce` / `record_fetch`."""
     global _TOTALS
     if _TOTALS is not None:
         return _TOTALS
+    from broker import throttling
     from quotas.callback import ClientQuotaType
     from quotas.manager import ClientQuotaManager
 
     watched = {ClientQuotaType.PRODUCE: "produce", ClientQuotaType.FETCH: "consume"}
     totals: dict[tuple[str, str], list[float]] = {}
-    record, unrecord, throttle = (
-        ClientQuotaManager.record,
-        ClientQuotaManager.unrecord,
-        ClientQuotaManager.throttle,
-    )
+    record_produce, record_fetch = throttling.record_produce, throttling.record_fetch
+    unrecord, throttle = ClientQuotaManager.unrecord, ClientQuotaManager.throttle
 
-    def entry(manager: Any, sensors: Any) -> list[float] | None:
-        direction = watched.get(manager.quota_type)
-        if direction is None:
-            return None
+    def direction_entry(direction: str, sensors: Any) -> list[float]:
         key = (direction, sensors.tags.get("client-id", ""))
         found = totals.get(key)
         if found is None:
             found = totals[key] = [0.0, 0, 0]
         return found
 
-    def counting_record(self: Any, sensors: Any, value: float, now_ms: int) -> int:
-        found = entry(self, sensors)
-        if found is not None:
-            found[0] += value
-        return record(self, sensors, value, now_ms)
+    def entry(manager: Any, sensors: Any) -> list[float] | None:
+        direction = watched.get(manager.quota_type)
+        return None if direction is None else direction_entry(direction, sensors)
+
+    def counting_record_produce(ctx: Any, acks: int) -> None:
+        record_produce(ctx, acks)
+        if ctx.quota_sensors is not None:  # recorded on the produce quota's sensors
+            direction_entry("produce", ctx.quota_sensors)[0] += ctx.request_bytes
+
+    def counting_record_fetch(ctx: Any, response_size: int) -> bool:
+        throttled = record_fetch(ctx, response_size)
+        if ctx.quota_sensors is not None:  # recorded on the fetch quota's sensors
+            direction_entry("consume", ctx.quota_sensors)[0] += response_size
+        return throttled
 
     def counting_unrecord(self: Any, sensors: Any, value: float, now_ms: int) -> None:
         found = entry(self, sensors)
@@ -162,7 +169,8 @@ def _install_counters() -> dict[tuple[str, str], list[float]]:
             found[2] += throttle_ms
         throttle(self, sensors, throttle_ms, now_ms)
 
-    ClientQuotaManager.record = counting_record  # type: ignore[method-assign]
+    throttling.record_produce = counting_record_produce
+    throttling.record_fetch = counting_record_fetch
     ClientQuotaManager.unrecord = counting_unrecord  # type: ignore[method-assign]
     ClientQuotaManager.throttle = counting_throttle  # type: ignore[method-assign]
     _TOTALS = totals
