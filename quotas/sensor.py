@@ -274,17 +274,7 @@ class Rate(_Samples):
         values = self._values
         values[current] += value
         self._lasts[current] = now_ms
-        if now_ms < self._quiet_until:
-            # No sample can have expired since the last full pass and none was created
-            # or reset: the same sum over every sample in the same order (a reset one adds
-            # its 0.0, which changes no sum: no sample value is ever -0.0), the same oldest
-            # start, without the expiry test per sample.
-            total = ordered_sum(values, 0.0)
-            oldest = self._min_start
-            if now_ms < oldest:
-                oldest = now_ms
-        else:
-            total, oldest = self._full_pass(now_ms)
+        total, oldest = self._sum_and_oldest(now_ms)
         elapsed = now_ms - oldest
         # _pad, inlined
         window = self._window_ms
@@ -294,6 +284,17 @@ class Rate(_Samples):
             elapsed += (min_full_windows - full_windows) * window
         window_ms = elapsed if elapsed > 1 else 1
         return total / (window_ms / 1000.0), window_ms
+
+    def _sum_and_oldest(self, now_ms: int) -> tuple[float, int]:
+        """(sum of the samples in order, earliest start) at `now_ms`, right after a record."""
+        if now_ms < self._quiet_until:
+            # No sample can have expired since the last full pass and none was created
+            # or reset: the same sum over every sample in the same order (a reset one adds
+            # its 0.0, which changes no sum: no sample value is ever -0.0), the same oldest
+            # start, without the expiry test per sample.
+            oldest = self._min_start
+            return ordered_sum(self._values, 0.0), now_ms if now_ms < oldest else oldest
+        return self._full_pass(now_ms)
 
     def _full_pass(self, now_ms: int) -> tuple[float, int]:
         """Purges expired samples and sums the others in order: (sum, earliest start),
@@ -403,14 +404,7 @@ class QuotaSensor(Rate):
             self._lasts[current] = now_ms
             if bound is None:
                 return 0  # no quota: recorded, not measured (so nothing purged)
-            # Rate.measure_with_window, as in record_and_measure
-            if now_ms < self._quiet_until:
-                total = ordered_sum(values, 0.0)
-                oldest = self._min_start
-                if now_ms < oldest:
-                    oldest = now_ms
-            else:
-                total, oldest = self._full_pass(now_ms)
+            total, oldest = self._sum_and_oldest(now_ms)  # Rate.measure_with_window
         elapsed = now_ms - oldest  # never negative: oldest <= now
         if elapsed < self._min_elapsed:  # fewer than samples - 1 full windows: padded
             window = self._window_ms
