@@ -162,17 +162,23 @@ def encode_body(response: Any, api_key: int, api_version: int) -> list[Any]:
     """The response body as chunks to write back to back: Produce and Fetch responses
     from the data path's own encoders (fetched records passed through unjoined), the rest
     from kafka-python's compiled encoder."""
+    chunks = _encode_by_hand(response, api_key, api_version)
+    return [_encode_framed(response, api_key, api_version, 0, 0)] if chunks is None else chunks
+
+
+def _encode_by_hand(response: Any, api_key: int, api_version: int) -> list[Any] | None:
+    """The body's chunks from the data path's own encoders (Fetch, Produce, Metadata),
+    or None where kafka-python's encoder is to do it (another API, an uncommon case)."""
     if api_key == ApiKey.FETCH:
-        chunks = encode_fetch_response(response, api_version)
-    elif api_key == ApiKey.PRODUCE:
-        chunks = encode_produce_response(response, api_version)
-    elif api_key == ApiKey.METADATA:
+        return encode_fetch_response(response, api_version)
+    if api_key == ApiKey.PRODUCE:
+        return encode_produce_response(response, api_version)
+    if api_key == ApiKey.METADATA:
         chunks = encode_metadata_response(response, api_version)
         if chunks is not None and response._version != api_version:
             response.API_VERSION = api_version  # as encode(version=...) sets it
-    else:
-        chunks = None
-    return [_encode_framed(response, api_key, api_version, 0, 0)] if chunks is None else chunks
+        return chunks
+    return None
 
 
 def encode_response(
@@ -185,20 +191,14 @@ def encode_response(
     same buffer. ApiVersions responses always use header v0 (KIP-511)."""
     header = 9 if api_key != ApiKey.API_VERSIONS and is_flexible(api_key, api_version) else 8
     if body is None:
-        if api_key == ApiKey.FETCH:
-            body = encode_fetch_response(response, api_version)
-        elif api_key == ApiKey.PRODUCE:
-            body = encode_produce_response(response, api_version)
-        elif api_key == ApiKey.METADATA:
-            body = encode_metadata_response(response, api_version)
-            if body is not None and response._version != api_version:
-                response.API_VERSION = api_version  # as encode(version=...) sets it
-        elif api_key == ApiKey.HEARTBEAT:
+        if api_key == ApiKey.HEARTBEAT:
             framed = frame_heartbeat_response(response, api_version, correlation_id)
             if framed is not None:
                 if response._version != api_version:
                     response.API_VERSION = api_version  # as encode(version=...) sets it
                 return [framed]
+        else:
+            body = _encode_by_hand(response, api_key, api_version)
         if body is None:
             return [_encode_framed(response, api_key, api_version, correlation_id, header)]
     size = chunks_size(body)
