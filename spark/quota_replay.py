@@ -57,6 +57,9 @@ from quotas.callback import (
 from quotas.entity import ENTITY_TYPES, IP, QuotaEntity
 from quotas.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, ClientSensors, RequestQuotaManager
 from quotas.sensor import WindowConfig
+from quotas.validation import IP_KEYS as IP_KEY_TYPES
+from quotas.validation import USER_CLIENT_KEYS as USER_CLIENT_KEY_TYPES
+from quotas.validation import QuotaError, validate_value
 
 PRODUCE_KEY, FETCH_KEY = 0, 1
 MUTATION_KEYS = frozenset((19, 20, 37))  # CreateTopics, DeleteTopics, CreatePartitions
@@ -70,6 +73,7 @@ PRODUCE_ON, FETCH_ON, REQUEST_ON = 1, 2, 4  # quotas_on bits (spark/schema.py)
 
 USER_CLIENT_KEYS = frozenset(QUOTA_TYPE_OF_KEY)
 IP_KEYS = frozenset(("connection_creation_rate",))
+KEY_TYPES = {**USER_CLIENT_KEY_TYPES, **IP_KEY_TYPES}  # the keys' Kafka types: LONG, INT, DOUBLE
 REPLAYED = (ClientQuotaType.PRODUCE, ClientQuotaType.FETCH, ClientQuotaType.REQUEST)
 
 # The columns `replay_table` reads (`ts_us` is `ts` as epoch microseconds) and the ones it adds.
@@ -201,6 +205,10 @@ def _json_entry(entry: Any, where: str) -> list[Change]:
                 raise ProposalError(f"{where}: {key} is not a quota key of {entity.display()}")
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ProposalError(f"{where}: {key} must be a number above 0, not {value!r}")
+            try:  # what the control plane refuses (Kafka's rules): a fraction of a byte, too large
+                validate_value(KEY_TYPES, key, float(value))
+            except QuotaError as exc:
+                raise ProposalError(f"{where}: {exc.message}") from exc
             changes.append((entity, key, float(value)))
     remove = entry.get("remove") or []
     if not isinstance(remove, list) or not all(isinstance(key, str) for key in remove):

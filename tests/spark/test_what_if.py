@@ -107,9 +107,17 @@ def test_proposals_in_the_control_planes_json_and_a_state_dirs_sqlite(tmp_path: 
         ({"entity": {"user": "a", "ip": None}, "set": {}}, "ip entity"),
         ({"set": {"producer_byte_rate": 5}}, '"entity"'),
         ({"entity": {"user": "a"}, "sett": {}}, "unknown fields"),
+        # Refused by the control plane (Kafka's types: LONG and INT keys are whole numbers).
+        ({"entity": {"user": "a"}, "set": {"producer_byte_rate": 1048576.5}}, "cannot be a fractional value"),
+        (
+            {"entity": {"ip": None}, "values": {"connection_creation_rate": 2.5}},
+            "cannot be a fractional value",
+        ),
+        ({"entity": {"client-id": None}, "set": {"consumer_byte_rate": 1e20}}, "too large for a LONG"),
     ],
 )
 def test_proposal_errors_say_what_is_wrong(tmp_path: Path, body: dict[str, Any], message: str) -> None:
+    """A proposal the HTTP control plane would refuse is refused, with the reason."""
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(body))
     with pytest.raises(ProposalError, match=message):
