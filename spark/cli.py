@@ -28,8 +28,10 @@ report and `spark.follow` the streaming one (which reuses the report's page).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from urllib.parse import urlparse
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
@@ -174,6 +176,11 @@ def what_if_main(argv: Sequence[str]) -> int:
         parser.error(f"--quotas: {exc}")
     except ValueError as exc:
         parser.error(str(exc))
+    if _missing(args.metrics):
+        print(
+            f"kafka-mock-report what-if: --metrics {args.metrics}: no such file or directory", file=sys.stderr
+        )
+        return 2
     progress = Progress(prefix="kafka-mock-report what-if")
     spark, owned = _session(args.master, conf, progress)
     try:
@@ -192,6 +199,20 @@ def what_if_main(argv: Sequence[str]) -> int:
     progress(f"done: {result.rows} requests in {result.groups} groups, {len(result.plots)} plots")
     print(result.index)
     return 0
+
+
+def _missing(path: str) -> bool:
+    """A local path (no URI scheme, or file:) without wildcards that does not exist. Said
+    before Spark starts: Spark would take seconds to start, then log a Java stack trace
+    before its own PATH_NOT_FOUND."""
+    if jobs.has_glob(path):
+        return False
+    parsed = urlparse(path)
+    if parsed.scheme == "file":
+        path = parsed.path
+    elif parsed.scheme:
+        return False  # hdfs://, s3a://, ...: Spark's to find
+    return not os.path.exists(path)
 
 
 def _session(master: str, conf: dict[str, str], progress: Progress) -> tuple[SparkSession, bool]:
@@ -229,6 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.top < 1:
         parser.error("--top must be at least 1")
 
+    if not args.follow and _missing(args.metrics):  # --follow waits for the broker to write
+        print(f"kafka-mock-report: --metrics {args.metrics}: no such file or directory", file=sys.stderr)
+        return 2
     progress = Progress()
     spark, owned = _session(args.master, conf, progress)
     try:

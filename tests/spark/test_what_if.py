@@ -127,6 +127,16 @@ def test_proposal_errors_say_what_is_wrong(tmp_path: Path, body: dict[str, Any],
         read_proposal(tmp_path / "junk")
 
 
+def test_proposal_value_rules_are_the_control_planes() -> None:
+    """spark.quota_replay keeps its own copy of Kafka's whole-number keys (spark may not
+    import quotas.validation, which pulls in protocol): the same keys, bounds and types."""
+    from quotas.validation import _LIMITS, IP_KEYS, USER_CLIENT_KEYS
+    from spark.quota_replay import WHOLE_KEYS
+
+    kafka = {key: _LIMITS[kind] for key, kind in {**USER_CLIENT_KEYS, **IP_KEYS}.items() if kind != "DOUBLE"}
+    assert WHOLE_KEYS == kafka
+
+
 def test_what_if_command_line_refuses_bad_arguments_before_starting_spark(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -147,6 +157,18 @@ def test_what_if_command_line_refuses_bad_arguments_before_starting_spark(
             cli.main(argv)
         assert exc.value.code == 2, argv
         assert message in capsys.readouterr().err, argv
+    # A metrics directory that does not exist: said at once, without starting Spark (which
+    # logs a Java stack trace before its own PATH_NOT_FOUND), for the report too.
+    missing = str(tmp_path / "missing")
+    for argv, prog in (
+        (["what-if", "--metrics", missing, "--quotas", str(good), "--out", str(tmp_path / "out")], "what-if"),
+        (["--metrics", missing, "--out", str(tmp_path / "out")], ""),
+        (["--metrics", f"file://{missing}", "--out", str(tmp_path / "out")], ""),
+    ):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert f"kafka-mock-report{' ' + prog if prog else ''}: --metrics" in err, err
+        assert "no such file or directory" in err and "Spark" not in err, err
     assert not (tmp_path / "out").exists()
 
 
