@@ -207,11 +207,14 @@ def plot_client_telemetry(path: str, title: str, clients: Sequence[ClientSeries]
 @dataclass
 class WhatIfSeries:
     """One entity under a what-if: its rate and throttle time per window as recorded and
-    as predicted under the proposal, and the proposal's limit (None: unlimited)."""
+    as predicted under the proposal, and the proposal's limit (None: unlimited), which
+    each of the `brokers` its requests went to enforces on its own (Kafka's quotas are per
+    broker), so its rates, summed over them, are drawn against limit x brokers."""
 
     label: str
     unit: str
     limit: float | None
+    brokers: int = 1
     observed: dict[dt.datetime, float] = field(default_factory=dict)
     predicted: dict[dt.datetime, float] = field(default_factory=dict)
     observed_throttle: dict[dt.datetime, float] = field(default_factory=dict)
@@ -233,9 +236,10 @@ def plot_what_if(path: str, title: str, entity: WhatIfSeries, window_ms: int) ->
             rate_ax.step(date2num(times), ys, where="post", color=color, label=label)
             ends += [times[0], times[-1]]
     if entity.limit is not None and ends:
+        brokers = max(1, entity.brokers)
         rate_ax.hlines(
-            entity.limit, date2num(min(ends)), date2num(max(ends)), colors="tab:red", linestyles="--",
-            label="proposed limit",
+            entity.limit * brokers, date2num(min(ends)), date2num(max(ends)), colors="tab:red",
+            linestyles="--", label="proposed limit" + (f" x {brokers} brokers" if brokers > 1 else ""),
         )  # fmt: skip
     rate_ax.set_ylabel(entity.unit)
     rate_ax.set_ylim(bottom=0)

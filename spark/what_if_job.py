@@ -344,6 +344,7 @@ def entity_rows(requests: DataFrame, with_request: bool) -> DataFrame:
     columns = [
         "principal",
         "client_id",
+        "broker_id",
         "ts",
         "predicted_ts",
         "observed_throttle_ms",
@@ -392,10 +393,12 @@ def entities(requests: DataFrame, limits: DataFrame, with_request: bool = True) 
     """Per (principal, client_id, quota_type) (see `entity_rows`): what the proposal
     changes for it.
 
-    requests, amount (bytes; request quota: percent-seconds), observed_rate and
-    predicted_rate (amount over the span from the first to the last request, recorded and
-    predicted; null below two requests), proposed_limit, limit_entity (where it comes
-    from) and proposed_user/proposed_client_id (the metric tags it is measured under, from
+    requests, brokers (how many its requests went to), amount (bytes; request quota:
+    percent-seconds), observed_rate and predicted_rate (amount over the span from the
+    first to the last request, recorded and predicted, summed over its brokers; null
+    below two requests), proposed_limit (per broker: each broker enforces it on its own,
+    as in Kafka), limit_entity (where it comes from) and
+    proposed_user/proposed_client_id (the metric tags it is measured under, from
     `limits`), observed_limit (the largest limit the rows recorded),
     observed_/predicted_ throttle_count, throttle_ms, p99_throttle_ms (exact,
     interpolated, over all its requests) and throttled_share (the time any of its
@@ -409,6 +412,7 @@ def entities(requests: DataFrame, limits: DataFrame, with_request: bool = True) 
     rows = entity_rows(requests, with_request)
     agg = rows.groupBy(*entity).agg(
         F.count(F.lit(1)).alias("requests"),
+        F.countDistinct("broker_id").alias("brokers"),
         F.sum("amount").alias("amount"),
         F.min("ts").alias("first_ts"),
         F.max("ts").alias("last_ts"),
@@ -454,6 +458,7 @@ def entities(requests: DataFrame, limits: DataFrame, with_request: bool = True) 
             "rate_unit"
         ),
         "requests",
+        "brokers",
         "amount",
         "first_ts",
         "last_ts",
@@ -547,6 +552,14 @@ def _full_join(left: DataFrame, right: DataFrame, keys: list[str]) -> DataFrame:
 # -- index.html -----------------------------------------------------------------------
 
 
+def _per_broker(limit: float | None, brokers: int) -> str:
+    """What a limit means for rates summed over `brokers` (each enforces it on its own)."""
+    if brokers <= 1:
+        return ""
+    in_all = "" if limit is None else f": {_fmt(limit * brokers)} in all"
+    return f". Limits are per broker; its requests went to {brokers} brokers{html.escape(in_all)}"
+
+
 def _entity_label(principal: str | None, client_id: str | None, quota_type: str) -> str:
     return f"{principal} / {client_id if client_id is not None else '(no client id)'} ({quota_type})"
 
@@ -581,7 +594,7 @@ def write_index(
     figures: list[str] = []
     for n, r in enumerate(chosen, start=1):
         key = (r["principal"], r["client_id"], r["quota_type"])
-        entity = plots.WhatIfSeries(_entity_label(*key), r["rate_unit"], r["proposed_limit"])
+        entity = plots.WhatIfSeries(_entity_label(*key), r["rate_unit"], r["proposed_limit"], r["brokers"])
         for w in by_key.get(key, []):
             start = _utc(w["window_start"])
             assert start is not None
@@ -621,7 +634,9 @@ def write_index(
             )
             + f"<p class='note'>proposed limit {html.escape(_fmt(r['proposed_limit']))} {r['rate_unit']}"
             + (f" from {html.escape(r['limit_entity'])}" if r["limit_entity"] else " (none)")
-            + f"; recorded limit {html.escape(_fmt(r['observed_limit']))}</p>"
+            + f"; recorded limit {html.escape(_fmt(r['observed_limit']))}"
+            + _per_broker(r["proposed_limit"], r["brokers"])
+            + "</p>"
             + f"<figure><img src='{name}' alt='{html.escape(_entity_label(*key))}'></figure>"
         )
     changed = entities_df.where(F.col("throttle_ms_change") != 0).count()
@@ -641,7 +656,8 @@ def write_index(
                 "principal / client id (quota)",
                 "unit",
                 "requests",
-                "proposed limit",
+                "brokers",
+                "proposed limit (per broker)",
                 "from",
                 "rate recorded",
                 "rate predicted",
@@ -660,6 +676,7 @@ def write_index(
                     _entity_label(r["principal"], r["client_id"], r["quota_type"]),
                     r["rate_unit"],
                     r["requests"],
+                    r["brokers"],
                     r["proposed_limit"],
                     r["limit_entity"] or "-",
                     r["observed_rate"],
@@ -679,7 +696,9 @@ def write_index(
         )
         + (
             "<p class='note'>Rates over each entity's span from its first to its last request (recorded and"
-            " predicted); p99 over all its requests; share: throttle time over the span. Rows in red gain"
+            " predicted), summed over the brokers its requests went to; limits are per broker, as in"
+            " Kafka (each broker enforces its own); p99 over all its requests; share: throttle time over"
+            " the span. Rows in red gain"
             f" throttle time. Top {TABLE_ROWS}; all rows are in entities/.</p>"
         )
     )

@@ -403,6 +403,25 @@ def test_replaying_a_recorded_run_under_its_own_quotas_gives_every_recorded_thro
         assert len(throttled) >= 20
         assert all(r["predicted_cause"] == r["observed_cause"] for r in throttled)
 
+        # Quotas are per broker: an entity's rates are summed over the brokers its requests
+        # went to, and the page says how many, against limit x brokers.
+        entities = spark.read.parquet(str(out / "entities")).collect()
+        page = (out / "index.html").read_text(encoding="utf-8")
+        api_of = {"produce": {0}, "fetch": {1}, "request": None}
+        for r in entities:
+            keys = api_of[r["quota_type"]]
+            expected = {
+                x["broker_id"]
+                for x in recorded
+                if (x["principal"], x["client_id"]) == (r["principal"], r["client_id"])
+                and (keys is None or x["api_key"] in keys)
+            }
+            assert r["brokers"] == len(expected), r
+            if r["rank"] <= 8 and r["brokers"] > 1 and r["proposed_limit"] is not None:
+                assert f"its requests went to {r['brokers']} brokers: " in page
+        assert any(r["brokers"] == 2 for r in entities)
+        assert "proposed limit (per broker)" in page
+
 
 # -- Spark: precedence --------------------------------------------------------------------
 
