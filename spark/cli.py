@@ -15,6 +15,7 @@ until Ctrl-C (see `spark.follow`).
     kafka-mock-report what-if --metrics PATH --quotas PROPOSAL [--quotas PROPOSAL ...]
                       --out DIR [--master URL] [--since T] [--until T] [--model closed|open]
                       [--quota-window-num 11] [--quota-window-size-seconds 1] [--window 1s]
+                      [--conf KEY=VALUE ...]
 
 `what-if` replays the recorded requests through the broker's quota code under the quotas
 of PROPOSAL (JSON as the HTTP control plane's /v1/quotas bodies, or a state dir's
@@ -176,10 +177,9 @@ def what_if_main(argv: Sequence[str]) -> int:
         parser.error(f"--quotas: {exc}")
     except ValueError as exc:
         parser.error(str(exc))
-    if _missing(args.metrics):
-        print(
-            f"kafka-mock-report what-if: --metrics {args.metrics}: no such file or directory", file=sys.stderr
-        )
+    problem = _input_output_problem(args.metrics, args.out, follow=False)
+    if problem:
+        print(f"kafka-mock-report what-if: {problem}", file=sys.stderr)
         return 2
     progress = Progress(prefix="kafka-mock-report what-if")
     spark, owned = _session(args.master, conf, progress)
@@ -190,6 +190,9 @@ def what_if_main(argv: Sequence[str]) -> int:
     except AnalysisException as exc:
         print(f"kafka-mock-report what-if: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the output directory: permissions, space
+        print(f"kafka-mock-report what-if: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("kafka-mock-report what-if: interrupted", file=sys.stderr)
         return 130
@@ -201,18 +204,29 @@ def what_if_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def _missing(path: str) -> bool:
-    """A local path (no URI scheme, or file:) without wildcards that does not exist. Said
-    before Spark starts: Spark would take seconds to start, then log a Java stack trace
-    before its own PATH_NOT_FOUND."""
+def _local(path: str) -> str | None:
+    """The local file a path names (no URI scheme, or file:, and no wildcards), else None
+    (hdfs://, s3a://, a glob: Spark's to find)."""
     if jobs.has_glob(path):
-        return False
+        return None
     parsed = urlparse(path)
     if parsed.scheme == "file":
-        path = parsed.path
-    elif parsed.scheme:
-        return False  # hdfs://, s3a://, ...: Spark's to find
-    return not os.path.exists(path)
+        return parsed.path
+    return None if parsed.scheme else path
+
+
+def _input_output_problem(metrics: str, out: str, follow: bool) -> str | None:
+    """What is wrong with --metrics or --out that can be told before Spark starts (Spark
+    would take seconds to start, then log a Java stack trace before its PATH_NOT_FOUND):
+    a local metrics path that does not exist (--follow waits for the broker to write it),
+    an output directory that is a file."""
+    local = _local(metrics)
+    if not follow and local is not None and not os.path.exists(local):
+        return f"--metrics {metrics}: no such file or directory"
+    local = _local(out)
+    if local is not None and os.path.exists(local) and not os.path.isdir(local):
+        return f"--out {out}: not a directory"
+    return None
 
 
 def _session(master: str, conf: dict[str, str], progress: Progress) -> tuple[SparkSession, bool]:
@@ -250,8 +264,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.top < 1:
         parser.error("--top must be at least 1")
 
-    if not args.follow and _missing(args.metrics):  # --follow waits for the broker to write
-        print(f"kafka-mock-report: --metrics {args.metrics}: no such file or directory", file=sys.stderr)
+    problem = _input_output_problem(args.metrics, args.out, follow=args.follow)
+    if problem:
+        print(f"kafka-mock-report: {problem}", file=sys.stderr)
         return 2
     progress = Progress()
     spark, owned = _session(args.master, conf, progress)
@@ -265,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AnalysisException as exc:
         print(f"kafka-mock-report: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # the output directory: permissions, space
+        print(f"kafka-mock-report: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("kafka-mock-report: interrupted", file=sys.stderr)
         return 130

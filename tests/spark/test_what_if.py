@@ -170,6 +170,15 @@ def test_what_if_command_line_refuses_bad_arguments_before_starting_spark(
         assert f"kafka-mock-report{' ' + prog if prog else ''}: --metrics" in err, err
         assert "no such file or directory" in err and "Spark" not in err, err
     assert not (tmp_path / "out").exists()
+    # An output "directory" that is a file: the same (it was a FileExistsError traceback).
+    (tmp_path / "file").write_text("")
+    for argv in (
+        ["what-if", "--metrics", str(tmp_path), "--quotas", str(good), "--out", str(tmp_path / "file")],
+        ["--metrics", str(tmp_path), "--out", str(tmp_path / "file")],
+    ):
+        assert cli.main(argv) == 2
+        err = capsys.readouterr().err
+        assert "--out" in err and "not a directory" in err and "Spark" not in err, err
 
 
 # -- groups and the time model on hand-made rows ------------------------------------------
