@@ -182,7 +182,16 @@ def run_what_if(
         "Spark": f"{spark.version}, master {spark.sparkContext.master}",
         "generated": _ts(dt.datetime.now(dt.UTC)),
     }
-    plots, index = write_index(spark, out, entities_df, windows_df, window_ms, header, tables)
+    # Each request once (an entity's produce or fetch rows and its request-quota rows are
+    # the same requests: summing entities/ would count their throttle twice).
+    totals = requests.agg(
+        F.sum("observed_throttle_ms").cast("long").alias("o"),
+        F.sum("predicted_throttle_ms").cast("long").alias("p"),
+    ).first()
+    throttle_totals = (totals["o"] or 0, totals["p"] or 0) if totals else (0, 0)
+    plots, index = write_index(
+        spark, out, entities_df, windows_df, window_ms, header, tables, throttle_totals
+    )
     say(f"wrote {index}")
     return WhatIfResult(out, index, rows, group_count, tables, plots, elapsed)
 
@@ -572,8 +581,12 @@ def write_index(
     window_ms: int,
     header: dict[str, str],
     tables: dict[str, str],
+    throttle_totals: tuple[int, int] | None = None,
 ) -> tuple[list[str], str]:
-    """A PNG per most-changed entity and index.html (written aside, then renamed)."""
+    """A PNG per most-changed entity and index.html (written aside, then renamed).
+    `throttle_totals`: the recorded and predicted throttle time of all the requests (the
+    sum over entities counts a request in its produce or fetch row and in its request
+    row)."""
     from spark import plots
 
     top = entities_df.where(F.col("rank") <= TABLE_ROWS).orderBy("rank").collect()
@@ -640,14 +653,16 @@ def write_index(
             + f"<figure><img src='{name}' alt='{html.escape(_entity_label(*key))}'></figure>"
         )
     changed = entities_df.where(F.col("throttle_ms_change") != 0).count()
-    totals = entities_df.agg(
-        F.sum("observed_throttle_ms").alias("o"), F.sum("predicted_throttle_ms").alias("p")
-    ).first()
     summary = (
-        f"<p>{changed:,} of {entities_df.count():,} entities (principal, client id, quota) change their"
-        f" throttle time; in all, {_fmt(totals['o'] if totals else None)} ms recorded,"
-        f" {_fmt(totals['p'] if totals else None)} ms predicted.</p>"
+        f"<p>{changed:,} of {entities_df.count():,} entities (principal, client id, quota) change"
+        " their throttle time"
     )
+    if throttle_totals is not None:
+        summary += (
+            f"; in all, the requests were throttled {_fmt(throttle_totals[0])} ms as recorded,"
+            f" {_fmt(throttle_totals[1])} ms as predicted"
+        )
+    summary += ".</p>"
     listing = (
         "<h2>Entities, most changed first</h2>"
         + _table(

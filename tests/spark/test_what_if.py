@@ -430,6 +430,11 @@ def test_replaying_a_recorded_run_under_its_own_quotas_gives_every_recorded_thro
                 assert f"its requests went to {r['brokers']} brokers: " in page
         assert any(r["brokers"] == 2 for r in entities)
         assert "proposed limit (per broker)" in page
+        # The page's total counts each request once, though with a request quota in play
+        # a produce or fetch is in its entity's produce or fetch row and in its request row.
+        assert {r["quota_type"] for r in entities} == {"produce", "fetch", "request"}
+        total = sum(r["throttle_time_ms"] for r in recorded)
+        assert f"throttled {total:,} ms as recorded, {total:,} ms as predicted." in page
 
 
 # -- Spark: precedence --------------------------------------------------------------------
