@@ -286,39 +286,57 @@ class Connection(asyncio.Protocol):
             self._early_data.append(bytes(data))
             self._update_reading()
             return
-        if self._buffer:
-            self._buffer += data
-            view = memoryview(self._buffer)
-        else:
-            view = memoryview(data)
-        pos = 0
+        view = memoryview(data)
         end = len(view)
+        pos = 0
+        if self._buffer:
+            pos = self._complete_buffered_frame(view)
+            if pos < 0:
+                return
+        # Complete frames are views of the read itself: only a frame cut by a read's end
+        # is copied (into _buffer), not the reads around it.
+        pending = self._pending
         while end - pos >= 4:
             (size,) = _SIZE.unpack_from(view, pos)
             if size < 0 or size > self.max_frame:
-                view.release()
                 self._refuse_frame(size)
                 return
             if end - pos - 4 < size:
                 break
-            if self._buffer:
-                # Frames sliced from our own buffer must be copied before it changes.
-                self._pending.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
-            else:
-                self._pending.append(view[pos + 4 : pos + 4 + size])
+            pending.append(view[pos + 4 : pos + 4 + size])
             pos += 4 + size
-        self._pending_bytes += pos
-        if self._buffer:
-            view.release()
-            del self._buffer[:pos]
-            if not self._buffer:
-                self.receive_started = None
-            elif pos:
-                self.receive_started = self.last_active  # a new frame started in this read
-        elif pos < end:
+            self._pending_bytes += 4 + size
+        if pos < end:  # (then _buffer was empty: a frame it held took all it lacked)
             self._buffer += view[pos:]
-            self.receive_started = self.last_active
+            self.receive_started = self.last_active  # a new frame started in this read
+        elif not self._buffer:
+            self.receive_started = None
         self._process()
+
+    def _complete_buffered_frame(self, view: memoryview) -> int:
+        """Adds to the frame begun in an earlier read (in _buffer) what it lacks from
+        `view`, queues it once whole; how much of `view` it took, or -1 when the
+        connection is closing (its size was refused)."""
+        buffer = self._buffer
+        pos = 0
+        if len(buffer) < 4:
+            pos = min(4 - len(buffer), len(view))
+            buffer += view[:pos]
+            if len(buffer) < 4:
+                return pos
+        (size,) = _SIZE.unpack_from(buffer)
+        if size < 0 or size > self.max_frame:
+            self._refuse_frame(size)
+            return -1
+        missing = 4 + size - len(buffer)
+        taken = min(missing, len(view) - pos)
+        buffer += view[pos : pos + taken]
+        if taken == missing:
+            # The buffer becomes the frame's own storage; the next cut frame gets another.
+            self._pending.append(memoryview(buffer).toreadonly()[4:])
+            self._pending_bytes += 4 + size
+            self._buffer = bytearray()
+        return pos + taken
 
     def _frame_limit(self) -> int:
         """socket.request.max.bytes; before SASL authentication completes (or while a
