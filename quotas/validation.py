@@ -4,28 +4,12 @@ Kafka's error codes and messages (ClientQuotaControlManager, ClientQuotasImage).
 from __future__ import annotations
 
 import ipaddress
-import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 from quotas.entity import CLIENT_ID, ENTITY_TYPES, IP, USER, QuotaEntity
-
-PRODUCER_BYTE_RATE = "producer_byte_rate"
-CONSUMER_BYTE_RATE = "consumer_byte_rate"
-REQUEST_PERCENTAGE = "request_percentage"
-CONTROLLER_MUTATION_RATE = "controller_mutation_rate"
-CONNECTION_CREATION_RATE = "connection_creation_rate"
-
-# Key -> Kafka ConfigDef type, per entity family (QuotaConfig.userClientConfigs / ipConfigs).
-USER_CLIENT_KEYS = {
-    PRODUCER_BYTE_RATE: "LONG",
-    CONSUMER_BYTE_RATE: "LONG",
-    REQUEST_PERCENTAGE: "DOUBLE",
-    CONTROLLER_MUTATION_RATE: "DOUBLE",
-}
-IP_KEYS = {CONNECTION_CREATION_RATE: "INT"}
-_LIMITS = {"INT": (float(2**31 - 1), "an INT"), "LONG": (float(2**63 - 1), "a LONG")}
+from quotas.key_types import IP_KEYS, USER_CLIENT_KEYS, whole_number_problem
 
 MATCH_EXACT = 0
 MATCH_DEFAULT = 1
@@ -83,18 +67,13 @@ def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_
 
 def validate_value(keys: dict[str, str], key: str, value: float) -> None:
     """Kafka's validateQuotaKeyValue (NaN passes, as it does there: no comparison is true)."""
-    key_type = keys.get(key)
-    if key_type is None:
+    if key not in keys:
         raise QuotaError(ErrorCode.INVALID_REQUEST, f"Invalid configuration key {key}")
     if value <= 0.0:
         raise QuotaError(ErrorCode.INVALID_REQUEST, f"Quota {key} must be greater than 0")
-    if key_type == "DOUBLE":
-        return
-    limit, type_name = _LIMITS[key_type]
-    if value > limit:
-        raise QuotaError(ErrorCode.INVALID_REQUEST, f"Proposed value for {key} is too large for {type_name}.")
-    if abs(math.fmod(value, 1.0)) > 1e-6:
-        raise QuotaError(ErrorCode.INVALID_REQUEST, f"{key} cannot be a fractional value.")
+    problem = whole_number_problem(key, value)
+    if problem is not None:
+        raise QuotaError(ErrorCode.INVALID_REQUEST, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,14 +102,16 @@ def parse_filter(components: Iterable[tuple[str, int, str | None]], strict: bool
             raise QuotaError(ErrorCode.INVALID_REQUEST, "Invalid empty entity type.")
         if entity_type in exact or entity_type in specified:
             raise QuotaError(
-                ErrorCode.INVALID_REQUEST, f"Entity type {entity_type} cannot appear more than once in the filter."
+                ErrorCode.INVALID_REQUEST,
+                f"Entity type {entity_type} cannot appear more than once in the filter.",
             )
         if entity_type not in ENTITY_TYPES:
             raise QuotaError(ErrorCode.UNSUPPORTED_VERSION, f"Unsupported entity type {entity_type}")
         if match_type == MATCH_EXACT:
             if match is None:
                 raise QuotaError(
-                    ErrorCode.INVALID_REQUEST, "Request specified MATCH_TYPE_EXACT, but set match string to null."
+                    ErrorCode.INVALID_REQUEST,
+                    "Request specified MATCH_TYPE_EXACT, but set match string to null.",
                 )
             exact[entity_type] = match
         elif match_type == MATCH_DEFAULT:

@@ -55,6 +55,7 @@ from quotas.callback import (
     KafkaPrincipal,
 )
 from quotas.entity import ENTITY_TYPES, IP, QuotaEntity
+from quotas.key_types import whole_number_problem
 from quotas.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, ClientSensors, RequestQuotaManager
 from quotas.sensor import WindowConfig
 
@@ -70,14 +71,6 @@ PRODUCE_ON, FETCH_ON, REQUEST_ON = 1, 2, 4  # quotas_on bits (spark/schema.py)
 
 USER_CLIENT_KEYS = frozenset(QUOTA_TYPE_OF_KEY)
 IP_KEYS = frozenset(("connection_creation_rate",))
-# Keys whose Kafka type is a whole number (LONG, INT; the others are DOUBLE): the largest
-# value and the type, as quotas.validation checks them (which spark may not import: it
-# pulls in protocol.errors).
-WHOLE_KEYS = {
-    "producer_byte_rate": (float(2**63 - 1), "a LONG"),
-    "consumer_byte_rate": (float(2**63 - 1), "a LONG"),
-    "connection_creation_rate": (float(2**31 - 1), "an INT"),
-}
 REPLAYED = (ClientQuotaType.PRODUCE, ClientQuotaType.FETCH, ClientQuotaType.REQUEST)
 
 # The columns `replay_table` reads (`ts_us` is `ts` as epoch microseconds) and the ones it adds.
@@ -209,11 +202,9 @@ def _json_entry(entry: Any, where: str) -> list[Change]:
                 raise ProposalError(f"{where}: {key} is not a quota key of {entity.display()}")
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ProposalError(f"{where}: {key} must be a number above 0, not {value!r}")
-            whole = WHOLE_KEYS.get(key)  # what the control plane refuses: too large, a fraction
-            if whole is not None and value > whole[0]:
-                raise ProposalError(f"{where}: Proposed value for {key} is too large for {whole[1]}.")
-            if whole is not None and abs(value % 1.0) > 1e-6:
-                raise ProposalError(f"{where}: {key} cannot be a fractional value.")
+            problem = whole_number_problem(key, value)  # what the control plane refuses too
+            if problem is not None:
+                raise ProposalError(f"{where}: {problem}")
             changes.append((entity, key, float(value)))
     remove = entry.get("remove") or []
     if not isinstance(remove, list) or not all(isinstance(key, str) for key in remove):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 import threading
 import time
 from pathlib import Path
@@ -127,14 +128,38 @@ def test_proposal_errors_say_what_is_wrong(tmp_path: Path, body: dict[str, Any],
         read_proposal(tmp_path / "junk")
 
 
-def test_proposal_value_rules_are_the_control_planes() -> None:
-    """spark.quota_replay keeps its own copy of Kafka's whole-number keys (spark may not
-    import quotas.validation, which pulls in protocol): the same keys, bounds and types."""
-    from quotas.validation import _LIMITS, IP_KEYS, USER_CLIENT_KEYS
-    from spark.quota_replay import WHOLE_KEYS
+@pytest.mark.parametrize(
+    "entity, key, value",
+    [
+        ({"user": "a"}, "producer_byte_rate", 1048576.5),
+        ({"client-id": None}, "consumer_byte_rate", 1e20),
+        ({"ip": None}, "connection_creation_rate", 2.5),
+        ({"ip": None}, "connection_creation_rate", float(2**31)),
+        ({"user": "a"}, "producer_byte_rate", float(2**63 - 1)),
+        ({"user": "a"}, "request_percentage", 0.5),
+        ({"user": "a"}, "controller_mutation_rate", 1e300),
+    ],
+)
+def test_proposal_value_rules_are_the_control_planes(
+    tmp_path: Path, entity: dict[str, str | None], key: str, value: float
+) -> None:
+    """A value the control plane refuses (Kafka's LONG and INT keys take whole numbers in
+    range) is refused in a proposal with the same message; one it takes is taken."""
+    from quotas.entity import QuotaEntity
+    from quotas.validation import QuotaError, allowed_keys, validate_value
 
-    kafka = {key: _LIMITS[kind] for key, kind in {**USER_CLIENT_KEYS, **IP_KEYS}.items() if kind != "DOUBLE"}
-    assert WHOLE_KEYS == kafka
+    refused: str | None = None
+    try:
+        validate_value(allowed_keys(QuotaEntity(entity)), key, value)
+    except QuotaError as exc:
+        refused = str(exc)
+    path = tmp_path / "proposal.json"
+    path.write_text(json.dumps({"entity": entity, "set": {key: value}}))
+    if refused is None:
+        read_proposal(path)
+    else:
+        with pytest.raises(ProposalError, match=re.escape(refused)):
+            read_proposal(path)
 
 
 def test_what_if_command_line_refuses_bad_arguments_before_starting_spark(
