@@ -581,7 +581,7 @@ def write_index(
     window_ms: int,
     header: dict[str, str],
     tables: dict[str, str],
-    throttle_totals: tuple[int, int] | None = None,
+    throttle_totals: tuple[int, int],
 ) -> tuple[list[str], str]:
     """A PNG per most-changed entity and index.html (written aside, then renamed).
     `throttle_totals`: the recorded and predicted throttle time of all the requests (the
@@ -655,14 +655,9 @@ def write_index(
     changed = entities_df.where(F.col("throttle_ms_change") != 0).count()
     summary = (
         f"<p>{changed:,} of {entities_df.count():,} entities (principal, client id, quota) change"
-        " their throttle time"
+        f" their throttle time; in all, the requests were throttled {_fmt(throttle_totals[0])} ms as"
+        f" recorded, {_fmt(throttle_totals[1])} ms as predicted.</p>"
     )
-    if throttle_totals is not None:
-        summary += (
-            f"; in all, the requests were throttled {_fmt(throttle_totals[0])} ms as recorded,"
-            f" {_fmt(throttle_totals[1])} ms as predicted"
-        )
-    summary += ".</p>"
     listing = (
         "<h2>Entities, most changed first</h2>"
         + _table(
