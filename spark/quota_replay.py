@@ -55,7 +55,7 @@ from quotas.callback import (
     KafkaPrincipal,
 )
 from quotas.entity import ENTITY_TYPES, IP, QuotaEntity
-from quotas.key_types import whole_number_problem
+from quotas.key_types import IP_KEYS, USER_CLIENT_KEYS, whole_number_problem
 from quotas.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, ClientSensors, RequestQuotaManager
 from quotas.sensor import WindowConfig
 
@@ -69,8 +69,6 @@ FLEXIBLE_FETCH_SINCE = 12  # response header v1 (one byte of tagged fields) from
 US_PER_HANDLER_PERCENT = 1000 * NANOS_TO_PERCENTAGE  # handler_us -> percent-seconds
 PRODUCE_ON, FETCH_ON, REQUEST_ON = 1, 2, 4  # quotas_on bits (spark/schema.py)
 
-USER_CLIENT_KEYS = frozenset(QUOTA_TYPE_OF_KEY)
-IP_KEYS = frozenset(("connection_creation_rate",))
 REPLAYED = (ClientQuotaType.PRODUCE, ClientQuotaType.FETCH, ClientQuotaType.REQUEST)
 
 # The columns `replay_table` reads (`ts_us` is `ts` as epoch microseconds) and the ones it adds.
