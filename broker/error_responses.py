@@ -32,89 +32,55 @@ class Level:
     topics: bool = False  # entries name topics (so topic and partition filters apply)
 
 
-def _topics(request: str, response: str, inner: Level | None = None, *keys: tuple[str, str]) -> Level:
+def topics(request: str, response: str, inner: Level | None = None, *keys: tuple[str, str]) -> Level:
+    """A level of topics: entries keyed by name and topic id unless `keys` says otherwise."""
     return Level((request,), response, keys or (("name", "name"), ("topic_id", "topic_id")), inner, True)
 
 
-_PARTITION = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
-LEVELS: dict[int, Level] = {
-    ApiKey.PRODUCE: _topics(
-        "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
-    ),
-    ApiKey.FETCH: _topics(
-        "topics",
-        "responses",
-        Level(("partitions",), "partitions", (("partition_index", "partition"),)),
-        ("topic", "topic"),
-        ("topic_id", "topic_id"),
-    ),
-    ApiKey.LIST_OFFSETS: _topics("topics", "topics", _PARTITION, ("name", "name")),
-    ApiKey.METADATA: _topics("topics", "topics"),
-    ApiKey.OFFSET_COMMIT: _topics("topics", "topics", _PARTITION),
-    ApiKey.DESCRIBE_GROUPS: Level(("groups",), "groups", (("group_id", ""),)),
-    ApiKey.CREATE_TOPICS: _topics("topics", "topics", None, ("name", "name")),
-    ApiKey.DELETE_TOPICS: _topics("topics", "responses"),
-    ApiKey.DESCRIBE_CONFIGS: Level(
-        ("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.ALTER_CONFIGS: Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.CREATE_PARTITIONS: _topics("topics", "results", None, ("name", "name")),
-    ApiKey.DELETE_GROUPS: Level(("groups_names",), "results", (("group_id", ""),)),
-    ApiKey.INCREMENTAL_ALTER_CONFIGS: Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    ),
-    ApiKey.ALTER_CLIENT_QUOTAS: Level(("entries",), "entries", (("entity", "entity"),)),
-    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: Level(("deletions", "upsertions"), "results", (("user", "name"),)),
-    # v0-3, the producers' form (v4+ has a top-level error code)
-    ApiKey.ADD_PARTITIONS_TO_TXN: Level(
-        ("v3_and_below_topics",),
-        "results_by_topic_v3_and_below",
-        (("name", "name"),),
-        Level(("partitions",), "results_by_partition", (("partition_index", ""),)),
-        True,
-    ),
-    ApiKey.TXN_OFFSET_COMMIT: _topics("topics", "topics", _PARTITION, ("name", "name")),
-    ApiKey.DESCRIBE_PRODUCERS: _topics(
-        "topics",
-        "topics",
-        Level(("partition_indexes",), "partitions", (("partition_index", ""),)),
-        ("name", "name"),
-    ),
-    ApiKey.DESCRIBE_TRANSACTIONS: Level(
-        ("transactional_ids",), "transaction_states", (("transactional_id", ""),)
-    ),
-    ApiKey.CONSUMER_GROUP_DESCRIBE: Level(("group_ids",), "groups", (("group_id", ""),)),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: _topics(
-        "topics",
-        "topics",
-        Level(("partitions",), "partitions", (("partition", "partition"),)),
-        ("topic", "topic"),
-    ),
-    ApiKey.DELETE_RECORDS: _topics(
-        "topics",
-        "topics",
-        Level(("partitions",), "partitions", (("partition_index", "partition_index"),)),
-        ("name", "name"),
-    ),
-}
-# Versions whose entries live elsewhere than LEVELS says.
-_OLD_DELETE_TOPICS = _topics("topic_names", "responses", None, ("name", ""))
-_GROUPED_OFFSET_FETCH = Level(("groups",), "groups", (("group_id", "group_id"),))
-_COORDINATOR_KEYS = Level(("coordinator_keys",), "coordinators", (("key", ""),))
+PARTITIONS = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorResponse:
+    """How an API's error response is shaped, as its handler module declares it
+    (`ERROR_RESPONSE`): from each first version on, the level of request entries answered
+    one by one, or None for the top-level error code alone (Kafka's
+    `AbstractRequest.getErrorResponse`)."""
+
+    by_version: tuple[tuple[int, Level | None], ...]
+
+    def level(self, version: int) -> Level | None:
+        found: Level | None = None
+        for first, level in self.by_version:
+            if version >= first:
+                found = level
+        return found
+
+
+def mirrors(level: Level) -> ErrorResponse:
+    """Every version answers each entry of `level` with the error."""
+    return ErrorResponse(((0, level),))
+
+
+def by_version(*shapes: tuple[int, Level | None]) -> ErrorResponse:
+    """(first version, level or None) pairs, in version order."""
+    return ErrorResponse(shapes)
+
+
+TOP_LEVEL = ErrorResponse(((0, None),))
+
+# Each API's declared shape, filled by broker.handlers from its modules' ERROR_RESPONSE
+# (this module cannot import them: they import it).
+_DECLARED: dict[int, ErrorResponse] = {}
+
+
+def declare(api_key: int, shape: ErrorResponse) -> None:
+    _DECLARED[api_key] = shape
 
 
 def level_for(api_key: int, version: int) -> Level | None:
-    if api_key == ApiKey.DELETE_TOPICS and version < 6:
-        return _OLD_DELETE_TOPICS
-    if api_key == ApiKey.OFFSET_FETCH and version >= 8:
-        return _GROUPED_OFFSET_FETCH
-    if api_key == ApiKey.FIND_COORDINATOR and version >= 4:
-        return _COORDINATOR_KEYS
-    if api_key == ApiKey.ADD_PARTITIONS_TO_TXN and version >= 4:
-        return None  # the brokers' batched form: answered with its top-level error code
-    return LEVELS.get(api_key)
+    shape = _DECLARED.get(api_key)
+    return shape.level(version) if shape is not None else None
 
 
 # An entry selected by a fault: the request entry and, for topic levels with partitions,

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from broker.config.broker_config import BrokerConfig, Endpoint
 from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import CLOSE_LINGER_S, Connection
-from broker.handlers import enabled_handlers
+from broker.handlers import enabled_handlers, pipeline_checks
 from broker.pipeline import RequestPipeline, sasl_state_gate
 from broker.request_metrics import ThrottleTimeStats
 from broker.security.authorization import AuthorizationStage
@@ -120,14 +120,10 @@ class BrokerServer:
             self.telemetry = ClientMetricsManager(
                 cluster.client_metrics, lambda: self.config.get_int("telemetry.max.bytes")
             )
-        self.pipeline = RequestPipeline(
-            self,
-            enabled_handlers(
-                self.config.get_str("group.coordinator.rebalance.protocols"), self.telemetry is not None
-            ),
-        )
+        handlers = enabled_handlers(self.config)
+        self.pipeline = RequestPipeline(self, handlers)
         if authorizer.enabled:  # first in line, before any harness interceptor
-            self.pipeline.add_interceptor(AuthorizationStage(authorizer))
+            self.pipeline.add_interceptor(AuthorizationStage(authorizer, pipeline_checks(handlers)))
         self.advertised_apis = self.pipeline.advertised_apis
         if any(self.config.security_protocol(e.listener).startswith("SASL_") for e in listeners):
             self.pipeline.add_gate(sasl_state_gate)

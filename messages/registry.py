@@ -15,10 +15,7 @@ import kafka.protocol.producer  # noqa: F401
 import kafka.protocol.sasl  # noqa: F401
 from kafka.protocol.api_message import ApiMessage
 
-import messages.kip48  # noqa: F401
-import messages.kip714  # noqa: F401  (schemas kafka-python lacks, from Kafka's JSON)
-import messages.kip848  # noqa: F401
-import messages.kip853  # noqa: F401
+import messages.bundled_schemas  # noqa: F401  (the APIs kafka-python lacks, from Kafka's JSON)
 
 
 def _all_message_classes() -> list[Any]:

@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import coordinator_error, fenced_for_version
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ADD_OFFSETS_TO_TXN
+VERSIONS = (0, 4)
+AUTHORIZATION = authorization.ADD_OFFSETS_TO_TXN
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

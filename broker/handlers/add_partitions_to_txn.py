@@ -15,12 +15,32 @@ from typing import Any
 from kafka.protocol.producer import AddPartitionsToTxnResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, by_version
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import coordinator_error, fenced_for_version
+from broker.security import authorization
 from broker.state.cluster import INTERNAL_TOPICS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
+VERSIONS = (0, 5)
+AUTHORIZATION = authorization.ADD_PARTITIONS_TO_TXN
+ENABLED = ALWAYS
+# v0-3, the producers' form; v4+, the brokers' batched form, has a top-level error code
+ERROR_RESPONSE = by_version(
+    (
+        0,
+        Level(
+            ("v3_and_below_topics",),
+            "results_by_topic_v3_and_below",
+            (("name", "name"),),
+            Level(("partitions",), "results_by_partition", (("partition_index", ""),)),
+            True,
+        ),
+    ),
+    (4, None),
+)
 TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
 PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
 TransactionResult = AddPartitionsToTxnResponse.AddPartitionsToTxnResult

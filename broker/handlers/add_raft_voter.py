@@ -13,12 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.common import voter_answer, voter_change_refusal
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.state.quorum import KRAFT_VERSION, Voter, directory_id, replica_key
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ADD_RAFT_VOTER
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,12 +7,19 @@ from typing import Any
 from kafka.protocol.admin import AlterClientQuotasResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER_CONFIGS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.store import Alteration, QuotaOp
 
 API_KEY = ApiKey.ALTER_CLIENT_QUOTAS
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("ALTER_CONFIGS on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(Level(("entries",), "entries", (("entity", "entity"),)))
 Entry = AlterClientQuotasResponse.EntryData
 Entity = Entry.EntityData
 

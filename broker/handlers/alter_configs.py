@@ -7,10 +7,21 @@ from typing import Any
 
 from broker.config.dynamic import SET, Alteration, ConfigOp
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
 from broker.handlers.incremental_alter_configs import alter
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.ALTER_CONFIGS
+VERSIONS = (0, 2)
+AUTHORIZATION = by_handler("ALTER_CONFIGS on the cluster (broker resources) or on each topic or group")
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    )
+)
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER
 from broker.state.cluster import ClusterError
 from messages.registry import response_class
@@ -15,6 +18,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ALTER_PARTITION_REASSIGNMENTS
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 TopicResponse = response_class(API_KEY).ReassignableTopicResponse
 PartitionResponse = TopicResponse.ReassignablePartitionResponse
 

@@ -7,12 +7,19 @@ from typing import Any
 from kafka.protocol.admin import AlterUserScramCredentialsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER
 from broker.security.credentials import Deletion, Upsertion
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(Level(("deletions", "upsertions"), "results", (("user", "name"),)))
 Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 

@@ -10,11 +10,18 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import NOT_CHECKED
 from broker.state.features import SUPPORTED
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.API_VERSIONS
+VERSIONS = (0, 4)
+AUTHORIZATION = NOT_CHECKED
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def _api_keys(advertised: Mapping[int, tuple[int, int]]) -> list[Any]:

@@ -6,13 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import WITH_CONSUMER_PROTOCOL
+from broker.security import authorization
 from broker.security.acls import Operation, ResourceType
 from broker.state.consumer_groups import ConsumerGroup
-from messages.kip848 import ConsumerGroupDescribeResponse
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
+VERSIONS = (0, 1)
+AUTHORIZATION = authorization.each_group(Operation.DESCRIBE)
+ENABLED = WITH_CONSUMER_PROTOCOL
+ConsumerGroupDescribeResponse = response_class(API_KEY)
+ERROR_RESPONSE = mirrors(Level(("group_ids",), "groups", (("group_id", ""),)))
 Described = ConsumerGroupDescribeResponse.DescribedGroup
 Member = Described.Member
 Assignment = Member.Assignment

@@ -6,12 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import WITH_CONSUMER_PROTOCOL
+from broker.security import authorization
 from broker.state.consumer_groups import HeartbeatError, HeartbeatRequest
-from messages.kip848 import ConsumerGroupHeartbeatResponse
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
+VERSIONS = (0, 1)
+AUTHORIZATION = authorization.CONSUMER_GROUP_HEARTBEAT
+ENABLED = WITH_CONSUMER_PROTOCOL
+ConsumerGroupHeartbeatResponse = response_class(API_KEY)
+ERROR_RESPONSE = TOP_LEVEL
 Assignment = ConsumerGroupHeartbeatResponse.Assignment
 TopicPartitions = Assignment.TopicPartitions
 

@@ -15,14 +15,21 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.delegation_token_common import allow_token_requests, authorized, plain
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
+from broker.security.authorization import by_handler
 from broker.security.delegation_tokens import ERROR_TIMESTAMP, USER_TYPE
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.callback import ANONYMOUS, KafkaPrincipal
 
 API_KEY = ApiKey.CREATE_DELEGATION_TOKEN
+VERSIONS = (1, 3)
+AUTHORIZATION = by_handler("CREATE_TOKENS on the owner USER for another owner; no token or unauthenticated session")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

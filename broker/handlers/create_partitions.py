@@ -21,12 +21,20 @@ from kafka.protocol.admin import CreatePartitionsResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import mirrors, topics
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from broker.state.cluster import ClusterError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = ApiKey.CREATE_PARTITIONS
+VERSIONS = (0, 3)
+AUTHORIZATION = authorization.each_topic(Operation.ALTER)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "results", None, ("name", "name")))
 STRICT_SINCE_VERSION = 3
 MAX_RECORDS_PER_USER_OP = 10_000
 Result = CreatePartitionsResponse.CreatePartitionsTopicResult

@@ -21,12 +21,19 @@ from kafka.protocol.admin import CreateTopicsResponse
 from broker import throttling
 from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS
 from broker.context import RequestContext
+from broker.error_responses import mirrors, topics
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.state.cluster import Charge, ClusterError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = ApiKey.CREATE_TOPICS
+VERSIONS = (2, 7)
+AUTHORIZATION = authorization.CREATE_TOPICS
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "topics", None, ("name", "name")))
 STRICT_SINCE_VERSION = 6
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.validateTotalNumberOfPartitions
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."

@@ -7,12 +7,19 @@ from typing import Any
 from kafka.protocol.admin.acl import DeleteAclsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.acl_common import filter_of, refusal, refuse_unknown
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import AclBinding, AclFilter, InvalidAcl, Operation
+from broker.security.authorization import by_handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DELETE_ACLS
+VERSIONS = (1, 3)
+AUTHORIZATION = by_handler("ALTER on the cluster; SECURITY_DISABLED without an authorizer")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 FilterResult = DeleteAclsResponse.DeleteAclsFilterResult
 Matching = FilterResult.DeleteAclsMatchingAcl
 

@@ -7,10 +7,18 @@ from typing import Any
 from kafka.protocol.admin import DeleteGroupsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DELETE_GROUPS
+VERSIONS = (0, 2)
+AUTHORIZATION = authorization.each_group(Operation.DELETE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(Level(("groups_names",), "results", (("group_id", ""),)))
 Result = DeleteGroupsResponse.DeletableGroupResult
 
 

@@ -9,12 +9,27 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors, topics
 from broker.handlers.common import led_partition
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DELETE_RECORDS
+VERSIONS = (0, 2)
+AUTHORIZATION = authorization.each_topic(Operation.DELETE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    topics(
+        "topics",
+        "topics",
+        Level(("partitions",), "partitions", (("partition_index", "partition_index"),)),
+        ("name", "name"),
+    )
+)
 HIGH_WATERMARK = -1
 TopicResult = response_class(API_KEY).DeleteRecordsTopicResult
 PartitionResult = TopicResult.DeleteRecordsPartitionResult

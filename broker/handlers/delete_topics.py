@@ -15,12 +15,23 @@ from kafka.protocol.admin import DeleteTopicsResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import by_version, topics
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from broker.state.cluster import Charge, ClusterState
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.manager import ThrottlingQuotaExceeded
 
 API_KEY = ApiKey.DELETE_TOPICS
+VERSIONS = (1, 6)
+AUTHORIZATION = authorization.each_topic(Operation.DELETE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = by_version(
+    (0, topics("topic_names", "responses", None, ("name", ""))),
+    (6, topics("topics", "responses")),
+)
 STRICT_SINCE_VERSION = 5
 Result = DeleteTopicsResponse.DeletableTopicResult
 # ApiError(error) carries the error's default message.

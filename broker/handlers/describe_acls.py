@@ -7,12 +7,19 @@ from typing import Any
 from kafka.protocol.admin.acl import DescribeAclsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.acl_common import filter_of, refusal, refuse_unknown
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import AclBinding, Operation
+from broker.security.authorization import by_handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_ACLS
+VERSIONS = (1, 3)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster; SECURITY_DISABLED without an authorizer")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Resource = DescribeAclsResponse.DescribeAclsResource
 Description = Resource.AclDescription
 

@@ -7,6 +7,9 @@ from typing import Any
 from kafka.protocol.admin import DescribeClientQuotasResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE_CONFIGS
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -14,6 +17,10 @@ from protocol.structs import maker
 from quotas.validation import QuotaError, parse_filter
 
 API_KEY = ApiKey.DESCRIBE_CLIENT_QUOTAS
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("DESCRIBE_CONFIGS on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Entry = DescribeClientQuotasResponse.EntryData
 Entity = Entry.EntityData
 Value = Entry.ValueData

@@ -7,11 +7,18 @@ from typing import Any
 from kafka.protocol.admin import DescribeClusterResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import ResourceType
+from broker.security.authorization import by_handler
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_CLUSTER
+VERSIONS = (0, 2)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster to see its authorized operations")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 BROKER_ENDPOINTS = 1  # EndpointType ids
 CONTROLLER_ENDPOINTS = 2
 Broker = DescribeClusterResponse.DescribeClusterBroker

@@ -23,7 +23,10 @@ from broker.config.topic_configs import (
     TYPE_CODES,
 )
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE_CONFIGS
 from broker.telemetry.subscriptions import CLIENT_METRICS, SOURCE_CLIENT_METRICS
 from broker.telemetry.subscriptions import CONFIGS as CLIENT_METRICS_CONFIGS
@@ -31,6 +34,12 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
+VERSIONS = (1, 4)
+AUTHORIZATION = by_handler("DESCRIBE_CONFIGS on the cluster (broker resources) or on each topic or group")
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    Level(("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name")))
+)
 TOPIC = 2
 BROKER = 4
 Result = DescribeConfigsResponse.DescribeConfigsResult

@@ -10,15 +10,23 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.delegation_token_common import allow_token_requests, authorized, plain
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
+from broker.security.authorization import by_handler
 from broker.security.delegation_tokens import Token
-from messages.kip48 import DescribeDelegationTokenResponse
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.callback import KafkaPrincipal
 
 API_KEY = ApiKey.DESCRIBE_DELEGATION_TOKEN
+VERSIONS = (1, 3)
+AUTHORIZATION = by_handler("DESCRIBE on each DELEGATION_TOKEN, or DESCRIBE_TOKENS on its owner USER")
+ENABLED = ALWAYS
+DescribeDelegationTokenResponse = response_class(API_KEY)
+ERROR_RESPONSE = TOP_LEVEL
 Described = DescribeDelegationTokenResponse.DescribedDelegationToken
 Renewer = Described.DescribedDelegationTokenRenewer
 

@@ -7,12 +7,19 @@ from typing import Any
 from kafka.protocol.admin import DescribeGroupsResponse
 
 from broker.context import RequestContext
-from broker.security.acls import ResourceType
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation, ResourceType
 from broker.state.classic_groups import DEAD
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
+VERSIONS = (0, 6)
+AUTHORIZATION = authorization.each_group(Operation.DESCRIBE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(Level(("groups",), "groups", (("group_id", ""),)))
 Described = DescribeGroupsResponse.DescribedGroup
 DescribedMember = Described.DescribedGroupMember
 # kafka-python models the bitfield as a set of bit numbers; None encodes Kafka's

@@ -11,13 +11,20 @@ import shutil
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.common import log_dir
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_LOG_DIRS
+VERSIONS = (1, 5)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Result = response_class(API_KEY).DescribeLogDirsResult
 TopicResult = Result.DescribeLogDirsTopic
 PartitionResult = TopicResult.DescribeLogDirsPartition

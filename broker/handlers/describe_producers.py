@@ -8,10 +8,25 @@ from typing import Any
 from kafka.protocol.admin.transactions import DescribeProducersResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors, topics
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.DESCRIBE_PRODUCERS
+VERSIONS = (0, 0)
+AUTHORIZATION = authorization.each_topic(Operation.READ)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    topics(
+        "topics",
+        "topics",
+        Level(("partition_indexes",), "partitions", (("partition_index", ""),)),
+        ("name", "name"),
+    )
+)
 TopicResult = DescribeProducersResponse.TopicResponse
 PartitionResult = TopicResult.PartitionResponse
 Producer = PartitionResult.ProducerState

@@ -13,6 +13,9 @@ import time
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE
 from broker.state.quorum import directory_id
 from messages.registry import response_class
@@ -20,6 +23,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_QUORUM
+VERSIONS = (0, 2)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 METADATA_TOPIC = "__cluster_metadata"
 Response = response_class(API_KEY)
 TopicData = Response.TopicData

@@ -10,14 +10,21 @@ import uuid
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.common import PartitionState
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
+from broker.security.authorization import by_handler
 from broker.state.cluster import Topic
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_TOPIC_PARTITIONS
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("DESCRIBE on each topic (a topic without it is answered as unknown)")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Response = response_class(API_KEY)
 TopicResult = Response.DescribeTopicPartitionsResponseTopic
 PartitionResult = TopicResult.DescribeTopicPartitionsResponsePartition

@@ -8,11 +8,18 @@ from typing import Any
 from kafka.protocol.admin.transactions import DescribeTransactionsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import coordinator_error
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_TRANSACTIONS
+VERSIONS = (0, 0)
+AUTHORIZATION = authorization.DESCRIBE_TRANSACTIONS
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(Level(("transactional_ids",), "transaction_states", (("transactional_id", ""),)))
 State = DescribeTransactionsResponse.TransactionState
 Topic = State.TopicData
 

@@ -7,11 +7,18 @@ from typing import Any
 from kafka.protocol.admin import DescribeUserScramCredentialsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
 Info = Result.CredentialInfo
 

@@ -8,11 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.ELECT_LEADERS
+VERSIONS = (0, 2)
+AUTHORIZATION = authorization.ELECT_LEADERS
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 PREFERRED, UNCLEAN = 0, 1
 ElectionResult = response_class(API_KEY).ReplicaElectionResult
 PartitionResult = ElectionResult.PartitionResult

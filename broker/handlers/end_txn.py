@@ -7,11 +7,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import coordinator_error, fenced_for_version
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.END_TXN
+VERSIONS = (0, 5)
+AUTHORIZATION = authorization.END_TXN
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 TRANSACTION_V2 = 5
 
 

@@ -7,10 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.delegation_token_common import expiry_change
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.EXPIRE_DELEGATION_TOKEN
+VERSIONS = (1, 2)
+AUTHORIZATION = by_handler(
+    "only the token's owner or a renewer; a token or unauthenticated session is refused"
+)
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

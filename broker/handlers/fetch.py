@@ -27,7 +27,10 @@ from kafka.protocol.consumer import FetchResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors, topics
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.state.cluster import Partition, Topic
 from broker.state.replica_selector import (
     NO_PREFERRED_REPLICA,
@@ -41,6 +44,18 @@ from protocol.errors import ErrorCode
 from protocol.headers import chunks_size, encode_body
 
 API_KEY = ApiKey.FETCH
+VERSIONS = (4, 18)
+AUTHORIZATION = authorization.FETCH
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    topics(
+        "topics",
+        "responses",
+        Level(("partitions",), "partitions", (("partition_index", "partition"),)),
+        ("topic", "topic"),
+        ("topic_id", "topic_id"),
+    )
+)
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
 AbortedTransaction = PartitionResult.AbortedTransaction

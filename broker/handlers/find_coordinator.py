@@ -13,10 +13,17 @@ from typing import Any
 from kafka.protocol.metadata import FindCoordinatorResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, by_version
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.FIND_COORDINATOR
+VERSIONS = (0, 6)
+AUTHORIZATION = authorization.FIND_COORDINATOR
+ENABLED = ALWAYS
+ERROR_RESPONSE = by_version((0, None), (4, Level(("coordinator_keys",), "coordinators", (("key", ""),))))
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1

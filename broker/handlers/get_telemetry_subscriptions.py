@@ -8,11 +8,19 @@ import uuid
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import WITH_TELEMETRY
+from broker.security.authorization import NOT_CHECKED
 from broker.telemetry.manager import ClientInfo
-from messages.kip714 import GetTelemetrySubscriptionsResponse
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.GET_TELEMETRY_SUBSCRIPTIONS
+VERSIONS = (0, 0)
+AUTHORIZATION = NOT_CHECKED
+ENABLED = WITH_TELEMETRY
+GetTelemetrySubscriptionsResponse = response_class(API_KEY)
+ERROR_RESPONSE = TOP_LEVEL
 _ZERO = uuid.UUID(int=0)
 
 

@@ -16,7 +16,10 @@ from typing import Any
 from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
 from broker.config.group_configs import GROUP
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors
+from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER_CONFIGS
 from broker.telemetry.subscriptions import CLIENT_METRICS
 from messages.registry import response_class
@@ -24,6 +27,14 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("ALTER_CONFIGS on the cluster (broker resources) or on each topic or group")
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    Level(
+        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    )
+)
 # ControllerApis answers `new ApiError(error)`, which carries the error's default message.
 CLUSTER_REFUSED = ConfigError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 TOPIC_REFUSED = ConfigError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")

@@ -12,11 +12,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import coordinator_error, fenced_for_version
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
+VERSIONS = (0, 6)
+AUTHORIZATION = authorization.INIT_PRODUCER_ID
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 

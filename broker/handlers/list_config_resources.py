@@ -11,6 +11,9 @@ from typing import Any
 
 from broker.config.group_configs import GROUP
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE_CONFIGS
 from broker.telemetry.subscriptions import CLIENT_METRICS
 from messages.registry import response_class
@@ -18,6 +21,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_CONFIG_RESOURCES
+VERSIONS = (0, 1)
+AUTHORIZATION = by_handler("DESCRIBE_CONFIGS on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Response = response_class(API_KEY)
 ConfigResource = Response.ConfigResource
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8

@@ -7,10 +7,17 @@ from typing import Any
 from kafka.protocol.admin import ListGroupsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_GROUPS
+VERSIONS = (0, 5)
+AUTHORIZATION = authorization.LIST_GROUPS
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Listed = ListGroupsResponse.ListedGroup
 
 

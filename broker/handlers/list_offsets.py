@@ -13,12 +13,20 @@ from typing import Any
 from kafka.protocol.consumer import ListOffsetsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import PARTITIONS, mirrors, topics
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from broker.state.cluster import Partition
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_OFFSETS
+VERSIONS = (1, 11)
+AUTHORIZATION = authorization.each_topic(Operation.DESCRIBE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "topics", PARTITIONS, ("name", "name")))
 LATEST = -1
 READ_COMMITTED = 1
 EARLIEST = -2

@@ -6,12 +6,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_PARTITION_REASSIGNMENTS
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("DESCRIBE on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 TopicReassignment = response_class(API_KEY).OngoingTopicReassignment
 PartitionReassignment = TopicReassignment.OngoingPartitionReassignment
 

@@ -11,11 +11,18 @@ from typing import Any
 from kafka.protocol.admin.transactions import ListTransactionsResponse
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.state.transactions import STATES
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.LIST_TRANSACTIONS
+VERSIONS = (0, 2)
+AUTHORIZATION = authorization.LIST_TRANSACTIONS
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 State = ListTransactionsResponse.TransactionState
 
 

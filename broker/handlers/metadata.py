@@ -18,8 +18,11 @@ from kafka.protocol.metadata import MetadataResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import mirrors, topics
 from broker.handlers.common import PartitionState
 from broker.handlers.describe_cluster import cluster_operations
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.security.acls import ResourceType
 from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from protocol.api_keys import ApiKey
@@ -30,6 +33,10 @@ from quotas.manager import ControllerMutationQuota, ThrottlingQuotaExceeded
 log = logging.getLogger("broker.auto_topic_creation")
 
 API_KEY = ApiKey.METADATA
+VERSIONS = (0, 13)
+AUTHORIZATION = authorization.METADATA
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "topics"))
 Broker = MetadataResponse.MetadataResponseBroker
 TopicEntry = MetadataResponse.MetadataResponseTopic
 PartitionEntry = TopicEntry.MetadataResponsePartition

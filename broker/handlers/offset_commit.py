@@ -12,11 +12,18 @@ from typing import Any
 from kafka.protocol.consumer import OffsetCommitResponse
 
 from broker.context import RequestContext
+from broker.error_responses import PARTITIONS, mirrors, topics
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.state.groups import OffsetCommit
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.OFFSET_COMMIT
+VERSIONS = (2, 10)
+AUTHORIZATION = authorization.OFFSET_COMMIT
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "topics", PARTITIONS))
 TopicResponse = OffsetCommitResponse.OffsetCommitResponseTopic
 PartitionResponse = TopicResponse.OffsetCommitResponsePartition
 

@@ -11,12 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.security.acls import Operation, ResourceType
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.OFFSET_DELETE
+VERSIONS = (0, 0)
+AUTHORIZATION = authorization.the_group(Operation.DELETE)
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Topic = response_class(API_KEY).OffsetDeleteResponseTopic
 Partition = Topic.OffsetDeleteResponsePartition
 

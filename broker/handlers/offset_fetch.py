@@ -15,11 +15,18 @@ from typing import Any
 from kafka.protocol.consumer import OffsetFetchResponse
 
 from broker.context import RequestContext
+from broker.error_responses import Level, by_version
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
 from broker.state.groups import CommittedOffset
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.OFFSET_FETCH
+VERSIONS = (1, 10)
+AUTHORIZATION = authorization.OFFSET_FETCH
+ENABLED = ALWAYS
+ERROR_RESPONSE = by_version((0, None), (8, Level(("groups",), "groups", (("group_id", "group_id"),))))
 # v1-7: one group at the top level
 TopicV1 = OffsetFetchResponse.OffsetFetchResponseTopic
 PartitionV1 = TopicV1.OffsetFetchResponsePartition

@@ -13,8 +13,11 @@ from kafka.protocol.producer import ProduceResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import Level, mirrors, topics
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import verification_error
+from broker.security import authorization
 from broker.state.cluster import Partition, Topic
 from broker.state.log import SequenceError
 from broker.state.records import (
@@ -31,6 +34,14 @@ from protocol.errors import ErrorCode
 from protocol.structs import maker, new
 
 API_KEY = ApiKey.PRODUCE
+VERSIONS = (3, 13)
+AUTHORIZATION = authorization.PRODUCE
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(
+    topics(
+        "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
+    )
+)
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = TopicResult.PartitionProduceResponse
 LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch

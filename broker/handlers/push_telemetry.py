@@ -7,11 +7,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.get_telemetry_subscriptions import client_info
-from messages.kip714 import PushTelemetryResponse
+from broker.handlers.spec import WITH_TELEMETRY
+from broker.security.authorization import NOT_CHECKED
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 
 API_KEY = ApiKey.PUSH_TELEMETRY
+VERSIONS = (0, 0)
+AUTHORIZATION = NOT_CHECKED
+ENABLED = WITH_TELEMETRY
+PushTelemetryResponse = response_class(API_KEY)
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

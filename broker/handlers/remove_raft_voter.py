@@ -11,12 +11,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.common import voter_answer, voter_change_refusal
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.state.quorum import KRAFT_VERSION, replica_key
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.REMOVE_RAFT_VOTER
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -11,10 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import NOT_CHECKED
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.SASL_HANDSHAKE
+VERSIONS = (0, 1)
+AUTHORIZATION = NOT_CHECKED
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

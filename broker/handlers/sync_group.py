@@ -5,10 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security import authorization
+from broker.security.acls import Operation
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.SYNC_GROUP
+VERSIONS = (0, 5)
+AUTHORIZATION = authorization.the_group(Operation.READ)
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

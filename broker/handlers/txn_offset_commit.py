@@ -15,13 +15,20 @@ from typing import Any
 from kafka.protocol.producer import TxnOffsetCommitResponse
 
 from broker.context import RequestContext
+from broker.error_responses import PARTITIONS, mirrors, topics
+from broker.handlers.spec import ALWAYS
 from broker.handlers.transactional import verification_error
+from broker.security import authorization
 from broker.state.groups import OffsetCommit
 from broker.state.transactions import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
+VERSIONS = (0, 5)
+AUTHORIZATION = authorization.TXN_OFFSET_COMMIT
+ENABLED = ALWAYS
+ERROR_RESPONSE = mirrors(topics("topics", "topics", PARTITIONS, ("name", "name")))
 TopicResult = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 PartitionResult = TopicResult.TxnOffsetCommitResponsePartition
 

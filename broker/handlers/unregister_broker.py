@@ -13,12 +13,19 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER
 from broker.state.cluster import ClusterError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.UNREGISTER_BROKER
+VERSIONS = (0, 0)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,6 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER
 from broker.state.features import SAFE_DOWNGRADE, UPGRADE
 from messages.registry import response_class
@@ -14,6 +17,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.UPDATE_FEATURES
+VERSIONS = (0, 2)
+AUTHORIZATION = by_handler("ALTER on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 Result = response_class(API_KEY).UpdatableFeatureResult
 
 

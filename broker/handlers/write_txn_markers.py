@@ -16,13 +16,19 @@ from kafka.protocol.producer import WriteTxnMarkersResponse
 
 from broker import throttling
 from broker.context import RequestContext
+from broker.error_responses import TOP_LEVEL
 from broker.handlers.common import find_topic, led_partition
+from broker.handlers.spec import ALWAYS
+from broker.security.authorization import by_handler
 from broker.state.transactions import OFFSETS_TOPIC
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
-VERSIONS = (1, 2)  # v0 is gone from Kafka 4.0
+VERSIONS = (1, 2)
+AUTHORIZATION = by_handler("CLUSTER_ACTION on the cluster")
+ENABLED = ALWAYS
+ERROR_RESPONSE = TOP_LEVEL
 MarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TopicResult = MarkerResult.WritableTxnMarkerTopicResult
 PartitionResult = TopicResult.WritableTxnMarkerPartitionResult

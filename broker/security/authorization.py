@@ -1,22 +1,21 @@
-"""The request pipeline's authorization stage: what KafkaApis checks before each API
-runs, in one table, so handlers never check permissions themselves.
+"""The request pipeline's authorization stage, and the vocabulary handler modules use to
+declare how their API is authorized (`AUTHORIZATION`, see broker/handlers/spec.py).
 
-It is an interceptor registered only when an authorizer is configured (a broker without
-one pays nothing). For each API it asks the authorizer about the resources the request
-names and then either answers the whole request with the API's error response
-(GROUP_AUTHORIZATION_FAILED for a group it may not READ, ...), or lets the handler serve
-the authorized entries and answers the others with their error (a produce to two topics,
-one of them not writable, appends to the other), or filters what a listing may show
-(Metadata for all topics, ListGroups, ListTransactions). APIs the table does not name
-(ApiVersions, SASL, ...) pass unchecked; cluster administration (configs, quotas, SCRAM
-credentials, ACLs, WriteTxnMarkers), whose answers are per resource, is checked by its
-handlers through `Authorizer.authorize_cluster`.
+Each handler module says one of three things: the pipeline checks it before the handler
+runs (an `Authorization` with a check: what KafkaApis checks first, answered with the
+API's error response, per entry where Kafka answers per entry, or by filtering what a
+listing shows), the handler checks it itself (`by_handler`: cluster administration whose
+answers are per resource, through `Authorizer.authorize_cluster`), or nothing is checked
+(`NOT_CHECKED`: ApiVersions, SASL, as in Kafka).
+
+The stage is an interceptor registered only when an authorizer is configured (a broker
+without one pays nothing).
 """
-
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from broker.context import CloseConnection, RequestContext
@@ -61,18 +60,38 @@ class Access:
 Check = Callable[[Access, RequestContext, Any, Handler], Any]
 
 
-class AuthorizationStage:
-    """The interceptor: each request through its API's check, if the table has one."""
+@dataclass(frozen=True, slots=True)
+class Authorization:
+    """How one API is authorized, as its handler module declares it. `summary` says what
+    is checked (the API reference shows it); `check` is run by the pipeline's stage
+    before the handler; `by_handler` says the handler asks the authorizer itself."""
 
-    def __init__(self, authorizer: Authorizer) -> None:
+    summary: str
+    check: Check | None = None
+    by_handler: bool = False
+
+
+def by_handler(summary: str) -> Authorization:
+    """The handler checks `summary` itself (answers that are per resource)."""
+    return Authorization(summary, None, True)
+
+
+NOT_CHECKED = Authorization("none: Kafka checks no ACL for it")
+
+
+class AuthorizationStage:
+    """The interceptor: each request through its API's declared check, if it has one."""
+
+    def __init__(self, authorizer: Authorizer, checks: Mapping[int, Check]) -> None:
         self.authorizer = authorizer
+        self.checks = dict(checks)
         # The last principal seen and its name: a connection's requests come as one
         # principal, so the name is formatted once per run of them, not per request.
         self._principal: object = None
         self._name = ""
 
     def intercept(self, ctx: RequestContext, request: Any, call: Handler) -> Any:
-        check = CHECKS.get(ctx.api_key)
+        check = self.checks.get(ctx.api_key)
         if check is None:
             return call(ctx, request)
         connection = ctx.connection
@@ -404,15 +423,6 @@ def _txn_group(access: Access, ctx: RequestContext, request: Any, call: Handler)
     return call(ctx, request)
 
 
-def _on_cluster(operation: Operation) -> Check:
-    def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
-        if not access.allows_cluster(operation):
-            return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        return call(ctx, request)
-
-    return check
-
-
 def _describe_transactions(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
     return _refuse_entries(
         ctx,
@@ -431,36 +441,51 @@ def _list_transactions(access: Access, ctx: RequestContext, request: Any, call: 
     )
 
 
-CHECKS: dict[int, Check] = {
-    ApiKey.PRODUCE: _produce,
-    ApiKey.FETCH: _READ_PER_TOPIC,
-    ApiKey.LIST_OFFSETS: per_topic(Operation.DESCRIBE),
-    ApiKey.METADATA: _metadata,
-    ApiKey.OFFSET_COMMIT: _offset_commit,
-    ApiKey.OFFSET_FETCH: _offset_fetch,
-    ApiKey.FIND_COORDINATOR: _find_coordinator,
-    ApiKey.JOIN_GROUP: on_group(Operation.READ),
-    ApiKey.HEARTBEAT: on_group(Operation.READ),
-    ApiKey.LEAVE_GROUP: on_group(Operation.READ),
-    ApiKey.SYNC_GROUP: on_group(Operation.READ),
-    ApiKey.DESCRIBE_GROUPS: per_group(Operation.DESCRIBE),
-    ApiKey.LIST_GROUPS: _list_groups,
-    ApiKey.DELETE_GROUPS: per_group(Operation.DELETE),
-    ApiKey.OFFSET_DELETE: on_group(Operation.DELETE),
-    ApiKey.DELETE_RECORDS: per_topic(Operation.DELETE),
-    ApiKey.OFFSET_FOR_LEADER_EPOCH: per_topic(Operation.DESCRIBE),
-    ApiKey.ELECT_LEADERS: _elect_leaders,
-    ApiKey.CONSUMER_GROUP_HEARTBEAT: _consumer_group_heartbeat,
-    ApiKey.CONSUMER_GROUP_DESCRIBE: per_group(Operation.DESCRIBE),
-    ApiKey.CREATE_TOPICS: _create_topics,
-    ApiKey.DELETE_TOPICS: per_topic(Operation.DELETE),
-    ApiKey.CREATE_PARTITIONS: per_topic(Operation.ALTER),
-    ApiKey.INIT_PRODUCER_ID: _init_producer_id,
-    ApiKey.ADD_PARTITIONS_TO_TXN: _add_partitions_to_txn,
-    ApiKey.ADD_OFFSETS_TO_TXN: on_transaction(_txn_group),
-    ApiKey.END_TXN: on_transaction(),
-    ApiKey.TXN_OFFSET_COMMIT: on_transaction(_txn_group),
-    ApiKey.DESCRIBE_TRANSACTIONS: _describe_transactions,
-    ApiKey.LIST_TRANSACTIONS: _list_transactions,
-    ApiKey.DESCRIBE_PRODUCERS: per_topic(Operation.READ),
-}
+# -- what handler modules declare ------------------------------------------------------
+def each_topic(operation: Operation) -> Authorization:
+    return Authorization(f"{operation.name} on each topic named", per_topic(operation))
+
+
+def the_group(operation: Operation) -> Authorization:
+    return Authorization(f"{operation.name} on the group", on_group(operation))
+
+
+def each_group(operation: Operation) -> Authorization:
+    return Authorization(f"{operation.name} on each group named", per_group(operation))
+
+
+PRODUCE = Authorization(
+    "WRITE on the transactional id if any, WRITE on each topic (acks=0: a refusal closes the connection)",
+    _produce,
+)
+FETCH = Authorization("READ on each topic", _READ_PER_TOPIC)
+METADATA = Authorization(
+    "DESCRIBE on each topic named (a listing shows only those), CREATE on the cluster or topic to auto-create",
+    _metadata,
+)
+OFFSET_COMMIT = Authorization("READ on the group, READ on each topic", _offset_commit)
+OFFSET_FETCH = Authorization(
+    "DESCRIBE on the group, DESCRIBE on each topic (a listing leaves the others out)", _offset_fetch
+)
+FIND_COORDINATOR = Authorization("DESCRIBE on each group or transactional id", _find_coordinator)
+LIST_GROUPS = Authorization("DESCRIBE on the cluster, else only groups with DESCRIBE are listed", _list_groups)
+ELECT_LEADERS = Authorization("ALTER on the cluster", _elect_leaders)
+CONSUMER_GROUP_HEARTBEAT = Authorization(
+    "READ on the group, DESCRIBE on each subscribed topic name", _consumer_group_heartbeat
+)
+CREATE_TOPICS = Authorization("CREATE on the cluster, else on each topic", _create_topics)
+INIT_PRODUCER_ID = Authorization(
+    "WRITE on the transactional id; without one IDEMPOTENT_WRITE on the cluster or WRITE on some topic",
+    _init_producer_id,
+)
+ADD_PARTITIONS_TO_TXN = Authorization(
+    "WRITE on the transactional id and each topic (v4+, the brokers' form: CLUSTER_ACTION on the cluster)",
+    _add_partitions_to_txn,
+)
+ADD_OFFSETS_TO_TXN = Authorization("WRITE on the transactional id, READ on the group", on_transaction(_txn_group))
+END_TXN = Authorization("WRITE on the transactional id", on_transaction())
+TXN_OFFSET_COMMIT = Authorization(
+    "WRITE on the transactional id, READ on the group and each topic", on_transaction(_txn_group)
+)
+DESCRIBE_TRANSACTIONS = Authorization("DESCRIBE on each transactional id", _describe_transactions)
+LIST_TRANSACTIONS = Authorization("only transactional ids with DESCRIBE are listed", _list_transactions)

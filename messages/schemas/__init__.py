@@ -1,5 +1,5 @@
 """Apache Kafka's JSON message definitions for the APIs kafka-python 3 has no schema for.
 
 The files are Kafka 4.x's `clients/src/main/resources/common/message/*.json`, fields and
-versions unchanged, loaded by kafka-python's own schema machinery (`messages.kip848`).
+versions unchanged, loaded by kafka-python's own schema machinery (`messages.bundled_schemas`).
 """

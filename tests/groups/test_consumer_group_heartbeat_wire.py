@@ -22,8 +22,12 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from broker import MockCluster
 from broker.harness.wire import round_trip
-from messages.kip848 import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from messages.registry import request_class
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+
+ConsumerGroupHeartbeatRequest = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+ConsumerGroupDescribeRequest = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
 
 CONFIG = {"group.consumer.max.size": "3"}
 Owned = ConsumerGroupHeartbeatRequest.TopicPartitions

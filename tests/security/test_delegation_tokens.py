@@ -37,17 +37,18 @@ from broker import MockCluster
 from broker.harness.wire import round_trip
 from broker.security.delegation_tokens import TokenStore
 from broker.security.scram import ScramMechanism
-from messages.kip48 import (
-    CreateDelegationTokenRequest,
-    DescribeDelegationTokenRequest,
-    ExpireDelegationTokenRequest,
-    RenewDelegationTokenRequest,
-)
+from messages.registry import request_class
+from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from quotas.callback import KafkaPrincipal
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
 from tests.security.test_scram import Client, generic
+
+CreateDelegationTokenRequest = request_class(ApiKey.CREATE_DELEGATION_TOKEN)
+RenewDelegationTokenRequest = request_class(ApiKey.RENEW_DELEGATION_TOKEN)
+ExpireDelegationTokenRequest = request_class(ApiKey.EXPIRE_DELEGATION_TOKEN)
+DescribeDelegationTokenRequest = request_class(ApiKey.DESCRIBE_DELEGATION_TOKEN)
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "admin": "admin-secret"}
 SECRET = "the-token-secret"
