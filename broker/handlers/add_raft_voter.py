@@ -26,6 +26,9 @@ VERSIONS = (0, 1)
 AUTHORIZATION = by_handler("ALTER on the cluster")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "A voter change commits at once, so the pending-change and no-high-watermark timeouts never happen; an unreachable voter gets REQUEST_TIMED_OUT at once.",
+)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

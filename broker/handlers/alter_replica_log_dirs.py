@@ -24,6 +24,7 @@ VERSIONS = (1, 2)
 AUTHORIZATION = by_handler("ALTER on the cluster")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("Nothing moves: each broker has its one log directory, and partitions live in memory.",)
 TopicResult = response_class(API_KEY).AlterReplicaLogDirTopicResult
 PartitionResult = TopicResult.AlterReplicaLogDirPartitionResult
 

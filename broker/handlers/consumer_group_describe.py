@@ -19,8 +19,8 @@ API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 VERSIONS = (0, 1)
 AUTHORIZATION = authorization.each_group(Operation.DESCRIBE)
 ENABLED = WITH_CONSUMER_PROTOCOL
-ConsumerGroupDescribeResponse = response_class(API_KEY)
 ERROR_RESPONSE = mirrors(Level(("group_ids",), "groups", (("group_id", ""),)))
+ConsumerGroupDescribeResponse = response_class(API_KEY)
 Described = ConsumerGroupDescribeResponse.DescribedGroup
 Member = Described.Member
 Assignment = Member.Assignment
@@ -63,7 +63,9 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
         for assignment in (member.assigned, group.target.get(member.member_id, {}))
         for _, name, _ in groups.consumer.assignment_rows(assignment)
     }
-    if not all(authorizer.authorize(principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t) for t in topics):
+    if not all(
+        authorizer.authorize(principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t) for t in topics
+    ):
         # KafkaApis: a group whose assignments name topics the caller may not describe
         return _failed(
             group_id,

@@ -18,8 +18,12 @@ API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 VERSIONS = (0, 1)
 AUTHORIZATION = authorization.CONSUMER_GROUP_HEARTBEAT
 ENABLED = WITH_CONSUMER_PROTOCOL
-ConsumerGroupHeartbeatResponse = response_class(API_KEY)
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "Regex subscriptions are resolved within the heartbeat that needs them, with Python's `re` standing for RE2J, and their topics are not filtered by DESCRIBE ACLs.",
+    "The `uniform` assignor breaks ties by join order and topic name where Kafka's follow hash-map order.",
+)
+ConsumerGroupHeartbeatResponse = response_class(API_KEY)
 Assignment = ConsumerGroupHeartbeatResponse.Assignment
 TopicPartitions = Assignment.TopicPartitions
 

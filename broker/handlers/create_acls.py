@@ -21,6 +21,7 @@ VERSIONS = (1, 3)
 AUTHORIZATION = by_handler("ALTER on the cluster; SECURITY_DISABLED without an authorizer")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("More than 10,000 ACLs in one request are not refused (Kafka answers POLICY_VIOLATION).",)
 Result = CreateAclsResponse.AclCreationResult
 
 

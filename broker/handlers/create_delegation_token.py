@@ -27,9 +27,12 @@ from quotas.callback import ANONYMOUS, KafkaPrincipal
 
 API_KEY = ApiKey.CREATE_DELEGATION_TOKEN
 VERSIONS = (1, 3)
-AUTHORIZATION = by_handler("CREATE_TOKENS on the owner USER for another owner; no token or unauthenticated session")
+AUTHORIZATION = by_handler(
+    "CREATE_TOKENS on the owner USER for another owner; no token or unauthenticated session"
+)
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("Nothing is forwarded to a controller and there is no metadata-version check.",)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

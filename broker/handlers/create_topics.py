@@ -34,6 +34,7 @@ VERSIONS = (2, 7)
 AUTHORIZATION = authorization.CREATE_TOPICS
 ENABLED = ALWAYS
 ERROR_RESPONSE = mirrors(topics("topics", "topics", None, ("name", "name")))
+NOT_IMPLEMENTED = ("A topic named `__cluster_metadata` is not refused.",)
 STRICT_SINCE_VERSION = 6
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.validateTotalNumberOfPartitions
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."

@@ -25,8 +25,9 @@ API_KEY = ApiKey.DESCRIBE_DELEGATION_TOKEN
 VERSIONS = (1, 3)
 AUTHORIZATION = by_handler("DESCRIBE on each DELEGATION_TOKEN, or DESCRIBE_TOKENS on its owner USER")
 ENABLED = ALWAYS
-DescribeDelegationTokenResponse = response_class(API_KEY)
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("Tokens are listed in issue order (Kafka's is a hash map's).",)
+DescribeDelegationTokenResponse = response_class(API_KEY)
 Described = DescribeDelegationTokenResponse.DescribedDelegationToken
 Renewer = Described.DescribedDelegationTokenRenewer
 

@@ -27,6 +27,9 @@ VERSIONS = (0, 2)
 AUTHORIZATION = by_handler("DESCRIBE on the cluster")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "The quorum is the mock's: offsets count the cluster's changes and timestamps are not a real log's.",
+)
 METADATA_TOPIC = "__cluster_metadata"
 Response = response_class(API_KEY)
 TopicData = Response.TopicData

@@ -25,6 +25,7 @@ VERSIONS = (0, 0)
 AUTHORIZATION = by_handler("DESCRIBE on each topic (a topic without it is answered as unknown)")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("Eligible leader replicas (KIP-966) are always empty.",)
 Response = response_class(API_KEY)
 TopicResult = Response.DescribeTopicPartitionsResponseTopic
 PartitionResult = TopicResult.DescribeTopicPartitionsResponsePartition

@@ -19,6 +19,9 @@ VERSIONS = (0, 5)
 AUTHORIZATION = authorization.END_TXN
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "The markers are written before EndTxn is answered (Kafka writes them after), so clients never see PrepareCommit or PrepareAbort unless a fault injects CONCURRENT_TRANSACTIONS.",
+)
 TRANSACTION_V2 = 5
 
 

@@ -56,6 +56,9 @@ ERROR_RESPONSE = mirrors(
         ("topic_id", "topic_id"),
     )
 )
+NOT_IMPLEMENTED = (
+    "Fetch sessions (KIP-227): every session is declined with session id 0, as a broker whose session cache is full declines it, so clients send full fetches.",
+)
 TopicResult = FetchResponse.FetchableTopicResponse
 PartitionResult = TopicResult.PartitionData
 AbortedTransaction = PartitionResult.AbortedTransaction

@@ -19,8 +19,11 @@ API_KEY = ApiKey.GET_TELEMETRY_SUBSCRIPTIONS
 VERSIONS = (0, 0)
 AUTHORIZATION = NOT_CHECKED
 ENABLED = WITH_TELEMETRY
-GetTelemetrySubscriptionsResponse = response_class(API_KEY)
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "Subscription ids use Kafka's CRC32C formula over the sorted metric list, so they differ from Kafka's while behaving the same.",
+)
+GetTelemetrySubscriptionsResponse = response_class(API_KEY)
 _ZERO = uuid.UUID(int=0)
 
 

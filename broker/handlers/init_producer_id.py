@@ -24,6 +24,7 @@ VERSIONS = (0, 6)
 AUTHORIZATION = authorization.INIT_PRODUCER_ID
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = ("Two-phase commit (KIP-939, `enable_2pc`) is not served: the flag is ignored.",)
 NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 

@@ -42,6 +42,9 @@ ERROR_RESPONSE = mirrors(
         "topic_data", "responses", Level(("partition_data",), "partition_responses", (("index", "index"),))
     )
 )
+NOT_IMPLEMENTED = (
+    "Record timestamps are not checked against `message.timestamp.before.max.ms` and `message.timestamp.after.max.ms`; with CreateTime the batch's max timestamp is kept as the producer wrote it.",
+)
 TopicResult = ProduceResponse.TopicProduceResponse
 PartitionResult = TopicResult.PartitionProduceResponse
 LeaderIdAndEpoch = PartitionResult.LeaderIdAndEpoch

@@ -18,8 +18,11 @@ API_KEY = ApiKey.PUSH_TELEMETRY
 VERSIONS = (0, 0)
 AUTHORIZATION = NOT_CHECKED
 ENABLED = WITH_TELEMETRY
-PushTelemetryResponse = response_class(API_KEY)
 ERROR_RESPONSE = TOP_LEVEL
+NOT_IMPLEMENTED = (
+    "Histogram and summary points are kept as their sum; a payload that is not OTLP MetricsData is accepted and only counted, as Kafka never parses it.",
+)
+PushTelemetryResponse = response_class(API_KEY)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
