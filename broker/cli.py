@@ -20,30 +20,52 @@ if TYPE_CHECKING:
 log = logging.getLogger("broker")
 
 
-def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of `kafka-mock-broker` (also rendered into the CLI reference)."""
     parser = argparse.ArgumentParser(
         prog="kafka-mock-broker", description="Kafka wire-protocol mock broker with client quotas."
     )
-    parser.add_argument("--config", help="server.properties-style file with Kafka broker configs")
+    parser.add_argument(
+        "--config", metavar="FILE", help="server.properties-style file with Kafka broker configs"
+    )
     parser.add_argument(
         "--override", action="append", default=[], metavar="KEY=VALUE", help="set a config (repeatable)"
     )
-    parser.add_argument("--host", default="127.0.0.1", help="listener host when `listeners` is not set")
-    parser.add_argument("--port", type=int, default=9092, help="listener port when `listeners` is not set")
-    parser.add_argument("--brokers", type=int, default=1, help="brokers in the cluster (broker i on port+i)")
     parser.add_argument(
-        "--state-dir", help="keep quota configs (and later other state) in SQLite here (state.dir)"
+        "--host", default="127.0.0.1", metavar="HOST", help="listener host when `listeners` is not set"
     )
-    parser.add_argument("--metrics-dir", help="write one Parquet row per request under DIR (metrics.dir)")
     parser.add_argument(
-        "--admin-port", type=int, help="HTTP control plane on 127.0.0.1:PORT, 0 for a free port (admin.port)"
+        "--port", type=int, default=9092, metavar="PORT", help="listener port when `listeners` is not set"
+    )
+    parser.add_argument(
+        "--brokers", type=int, default=1, metavar="N", help="brokers in the cluster (broker i on port+i)"
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="keep quota configs, SCRAM credentials and dynamic configs in SQLite here (state.dir)",
+    )
+    parser.add_argument(
+        "--metrics-dir", metavar="DIR", help="write one Parquet row per request under DIR (metrics.dir)"
+    )
+    parser.add_argument(
+        "--admin-port",
+        type=int,
+        metavar="PORT",
+        help="HTTP control plane on 127.0.0.1:PORT, 0 for a free port (admin.port)",
     )
     parser.add_argument("--record", metavar="FILE", help="append every request and response as JSON lines")
     parser.add_argument(
         "--conformance-report", metavar="FILE", help="write the client conformance report here on shutdown"
     )
-    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
-    return parser.parse_args(argv)
+    parser.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity"
+    )
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    return build_parser().parse_args(argv)
 
 
 def build_config(args: argparse.Namespace) -> dict[str, str]:

@@ -74,7 +74,11 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "list",
         "group protocols served (consumer: KIP-848's ConsumerGroupHeartbeat)",
     ),
-    "group.consumer.heartbeat.interval.ms": ("5000", "int", "heartbeat interval of consumer-protocol members"),
+    "group.consumer.heartbeat.interval.ms": (
+        "5000",
+        "int",
+        "heartbeat interval of consumer-protocol members",
+    ),
     "group.consumer.min.heartbeat.interval.ms": ("5000", "int", "smallest per-group heartbeat interval"),
     "group.consumer.max.heartbeat.interval.ms": ("15000", "int", "largest per-group heartbeat interval"),
     "group.consumer.session.timeout.ms": ("45000", "int", "session timeout of consumer-protocol members"),
@@ -209,6 +213,67 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "KIP-714 client telemetry: advertise and serve GetTelemetrySubscriptions and PushTelemetry",
     ),
     "telemetry.max.bytes": ("1048576", "int", "largest metrics payload a client may push (KIP-714)"),
+}
+
+# Broker configs that set the broker-wide default of a topic config (Kafka's log.* synonyms
+# of LogConfig). They are read, but kept out of DEFAULTS: unset, the topic config's own
+# default applies (and DescribeConfigs shows no synonym for them), and without any
+# log.retention.* key time retention is off, where Kafka's default is 7 days.
+# name -> (what applies when unset, type, documentation).
+LOG_DEFAULTS: dict[str, tuple[str, str, str]] = {
+    "log.retention.ms": (
+        "unset: no time retention",
+        "long",
+        "age past which batches are deleted, for topics without retention.ms (-1: never); wins over"
+        " log.retention.minutes and log.retention.hours",
+    ),
+    "log.retention.minutes": ("unset", "int", "log.retention.ms in minutes, when that is not set"),
+    "log.retention.hours": (
+        "unset",
+        "int",
+        "log.retention.ms in hours, when neither it nor log.retention.minutes is set",
+    ),
+    "log.message.timestamp.type": (
+        "CreateTime",
+        "string",
+        "LogAppendTime: the broker stamps each batch; default of the topic config message.timestamp.type",
+    ),
+    "log.cleanup.policy": (
+        "delete",
+        "list",
+        "delete and/or compact; default of the topic config cleanup.policy",
+    ),
+    "log.cleaner.delete.retention.ms": (
+        "86400000",
+        "long",
+        "how long tombstones of compacted topics are kept; default of delete.retention.ms",
+    ),
+    "log.cleaner.min.compaction.lag.ms": (
+        "0",
+        "long",
+        "a record stays uncompacted at least this long; default of min.compaction.lag.ms",
+    ),
+    "log.cleaner.max.compaction.lag.ms": (
+        "9223372036854775807",
+        "long",
+        "a record is compacted at the latest this long after it was written; default of"
+        " max.compaction.lag.ms",
+    ),
+    "log.cleaner.min.cleanable.ratio": (
+        "0.5",
+        "double",
+        "dirty share of a log that triggers compaction; default of min.cleanable.dirty.ratio",
+    ),
+    "log.roll.ms": (
+        "604800000",
+        "long",
+        "age at which the active segment rolls (and becomes compactable); default of segment.ms",
+    ),
+    "log.segment.bytes": (
+        "1073741824",
+        "int",
+        "size at which the active segment rolls (and becomes compactable); default of segment.bytes",
+    ),
 }
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -7,23 +7,8 @@ where cluster state lives, so they call the cluster's Python API directly (the a
 forms where one exists). Every answer is JSON (but /metrics); bad input is a 400 that
 says what is wrong, never a 500.
 
-Routes:
-
-    GET    /v1/cluster                       brokers (up or not) and topics
-    GET    /v1/quotas?user=&client-id=&ip=&strict=   quota entities ("<default>": the
-                                             default entity, "<any>": any name)
-    POST   /v1/quotas                        alter one entity's quotas
-    GET    /v1/quotas/resolve?user=&client-id=   the quota in force per key, and whence
-    GET    /v1/faults                        fault and throttle rules
-    POST   /v1/faults                        add a fault rule (201)
-    DELETE /v1/faults, /v1/faults/{id}       remove all, or one
-    POST   /v1/throttle                      add a forced-throttle rule (201)
-    POST   /v1/brokers/{id}/stop, /start     crash or restart a broker
-    POST   /v1/leaders                       elect a partition leader
-    GET    /v1/requests?api_key=&limit=      recorded requests and responses
-    DELETE /v1/requests                      forget them
-    GET    /v1/conformance                   the conformance report
-    GET    /metrics                          Prometheus text format
+The routes, their parameters and examples are in each handler's docstring (sections
+Path, Query, Body, Answer, Example); docs/reference/http-api.md is generated from them.
 """
 
 from __future__ import annotations
@@ -338,15 +323,39 @@ class AdminServer:
 
     # -- cluster -----------------------------------------------------------------
     async def get_cluster(self, request: web.Request) -> web.Response:
+        """The cluster id, the brokers (id, host, port, up) and the topics with their
+        partitions' leaders, leader epochs and replicas.
+
+        Example:
+            GET /v1/cluster
+        """
         _query(request, ())
         return _json(self.cluster.describe())
 
     async def stop_broker(self, request: web.Request) -> web.Response:
+        """Takes a broker down as a crash would: its listeners close, its connections drop,
+        Metadata stops listing it and its partitions elect new leaders. Answers the
+        broker's entry (`"up": false`).
+
+        Path:
+            broker_id: the broker's node id
+
+        Example:
+            POST /v1/brokers/0/stop
+        """
         broker = self._broker(request)
         await self.cluster.stop_broker_async(broker.node_id)
         return _json(self._broker_entry(broker.node_id))
 
     async def start_broker(self, request: web.Request) -> web.Response:
+        """Starts a stopped broker again on its ports. Answers the broker's entry.
+
+        Path:
+            broker_id: the broker's node id
+
+        Example:
+            POST /v1/brokers/0/start
+        """
         broker = self._broker(request)
         await self.cluster.start_broker_async(broker.node_id)
         return _json(self._broker_entry(broker.node_id))
@@ -362,6 +371,21 @@ class AdminServer:
         return next(b for b in self.cluster.describe()["brokers"] if b["id"] == node_id)
 
     async def post_leader(self, request: web.Request) -> web.Response:
+        """Makes a broker the partition's leader; the leader epoch goes up and clients
+        that produce to the old leader get NOT_LEADER_OR_FOLLOWER.
+
+        Body:
+            topic: the topic (required)
+            partition: the partition (required)
+            broker: node id of the new leader (required)
+
+        Answer:
+            `{"topic", "partition", "leader", "leader_epoch", "replicas"}`; 404 for an unknown topic,
+            partition or broker
+
+        Example:
+            POST /v1/leaders {"topic": "orders", "partition": 0, "broker": 0}
+        """
         body = await _body(request, ("topic", "partition", "broker"))
         topic, partition, node_id = _str(body, "topic"), _int(body, "partition"), _int(body, "broker")
         try:
@@ -384,6 +408,22 @@ class AdminServer:
 
     # -- quotas ------------------------------------------------------------------
     async def get_quotas(self, request: web.Request) -> web.Response:
+        """The quota entities with their values, as DescribeClientQuotas gives them. With no
+        query every entity is listed; each given entity type filters by name.
+
+        Query:
+            user: a user name, `<default>` for the default user entity, `<any>` for any name
+            client-id: a client id, `<default>` or `<any>`, as for user
+            ip: an address, `<default>` or `<any>`, as for user
+            strict: true: only entities with exactly the given types (default false)
+
+        Answer:
+            `[{"entity": {"user": "alice", "client-id": null}, "values": {"producer_byte_rate": 1048576.0}}, ...]`
+            (null in an entity is the default entity)
+
+        Example:
+            GET /v1/quotas?user=alice&client-id=%3Cdefault%3E&strict=true
+        """
         query = _query(request, (*_DESCRIBE_KEYWORDS, "strict"))
         components: dict[str, object] = {}
         for entity_type, keyword in _DESCRIBE_KEYWORDS.items():
@@ -394,6 +434,20 @@ class AdminServer:
         return _json([_entity_values(entity, values) for entity, values in _sorted_entities(found)])
 
     async def post_quotas(self, request: web.Request) -> web.Response:
+        """Alters one entity's quotas, with AlterClientQuotas' validation and error codes.
+
+        Body:
+            entity: object of entity type (`user`, `client-id`, `ip`) to a name, or null for the default entity (required)
+            set: object of quota key (`producer_byte_rate`, `consumer_byte_rate`, `request_percentage`, `controller_mutation_rate`, `connection_creation_rate`) to a number
+            remove: array of quota keys to remove
+            validate_only: true: check, change nothing (default false)
+
+        Answer:
+            the entity and its values now, and `validate_only`; a refusal is a 400 with Kafka's error code
+
+        Example:
+            POST /v1/quotas {"entity": {"user": "alice", "client-id": null}, "set": {"producer_byte_rate": 1048576}}
+        """
         body = await _body(request, ("entity", "set", "remove", "validate_only"))
         entity = _entity(body.get("entity"))
         changes = _set(body.get("set"))
@@ -406,6 +460,16 @@ class AdminServer:
         return _json({**_entity_values(QuotaEntity(entity), values), "validate_only": validate_only})
 
     async def get_resolve(self, request: web.Request) -> web.Response:
+        """The quota in force for a user and client id, per quota key: its value, the
+        entity it comes from and the entries it overrides (Kafka's precedence).
+
+        Query:
+            user: the user name (default `ANONYMOUS`, what an unauthenticated client is)
+            client-id: the client id (default empty)
+
+        Example:
+            GET /v1/quotas/resolve?user=alice&client-id=app
+        """
         query = _query(request, (USER, CLIENT_ID))
         user = query.get(USER, "ANONYMOUS")
         client_id = query.get(CLIENT_ID, "")
@@ -427,10 +491,34 @@ class AdminServer:
 
     # -- faults ------------------------------------------------------------------
     async def get_faults(self, request: web.Request) -> web.Response:
+        """The fault and forced-throttle rules still active, each with its id, filters and
+        how often it `fired`; spent rules are gone.
+
+        Example:
+            GET /v1/faults
+        """
         _query(request, ())
         return _json([fault.to_dict() for fault in self.cluster.faults.list()])
 
     async def post_fault(self, request: web.Request) -> web.Response:
+        """Adds a fault rule (201 and the rule): requests it matches get an error code,
+        a delay or a disconnect.
+
+        Body:
+            api_key: the API the rule matches (required)
+            error_code: Kafka error code to answer with (0: none)
+            count: how many matching requests it acts on (null: until deleted)
+            topic: only entries of this topic (per-entry errors)
+            partition: only this partition
+            client_id: only requests with this client id
+            latency_ms: delay the response this long
+            disconnect: true: close the connection instead of answering
+            broker: only requests to this broker
+
+        Example:
+            POST /v1/faults {"api_key": 0, "error_code": 6, "count": 2}
+            POST /v1/faults {"api_key": 3, "latency_ms": 500, "client_id": "slow-app"}
+        """
         body = await _body(
             request,
             (
@@ -463,6 +551,20 @@ class AdminServer:
         return _json(fault.to_dict(), 201)
 
     async def post_throttle(self, request: web.Request) -> web.Response:
+        """Adds a forced-throttle rule (201 and the rule): the client's next responses
+        carry this throttle time and its connection is muted for it. Without `api_key` it applies
+        to the client's very next response that has a throttle time (usually ApiVersions or
+        Metadata at connect).
+
+        Body:
+            client_id: the client id to throttle (required)
+            throttle_ms: the throttle time (required)
+            count: how many responses (default 1)
+            api_key: only responses of this API
+
+        Example:
+            POST /v1/throttle {"client_id": "app", "throttle_ms": 700, "count": 1, "api_key": 0}
+        """
         body = await _body(request, ("client_id", "throttle_ms", "count", "api_key"))
         client_id, throttle_ms = _str(body, "client_id"), _int(body, "throttle_ms")
         try:
@@ -474,12 +576,28 @@ class AdminServer:
         return _json(fault.to_dict(), 201)
 
     async def delete_faults(self, request: web.Request) -> web.Response:
+        """Removes every fault and throttle rule.
+
+        Answer:
+            `{"deleted": <how many>}`
+
+        Example:
+            DELETE /v1/faults
+        """
         _query(request, ())
         count = len(self.cluster.faults.list())
         self.cluster.faults.clear()
         return _json({"deleted": count})
 
     async def delete_fault(self, request: web.Request) -> web.Response:
+        """Removes one rule; 404 when it is unknown or already spent.
+
+        Path:
+            fault_id: the rule's id, as POST /v1/faults answered it
+
+        Example:
+            DELETE /v1/faults/1
+        """
         fault_id = _path_int(request, "fault_id", "fault")
         if not self.cluster.faults.remove(fault_id):
             not_found(f"Unknown fault {fault_id} (or it has run out of matches)")
@@ -487,6 +605,16 @@ class AdminServer:
 
     # -- recording, conformance, metrics -----------------------------------------
     async def get_requests(self, request: web.Request) -> web.Response:
+        """The recorded requests and their responses (the recording ring,
+        `record.requests.max`), newest last, bytes as base64.
+
+        Query:
+            api_key: only this API
+            limit: only the newest N
+
+        Example:
+            GET /v1/requests?api_key=0&limit=10
+        """
         query = _query(request, ("api_key", "limit"))
         limit = _query_int(query, "limit")
         if limit is not None and limit < 0:
@@ -494,16 +622,43 @@ class AdminServer:
         return _json(self.cluster.requests.list(api_key=_query_int(query, "api_key"), limit=limit))
 
     async def delete_requests(self, request: web.Request) -> web.Response:
+        """Forgets the recorded requests.
+
+        Example:
+            DELETE /v1/requests
+        """
         _query(request, ())
         self.cluster.requests.clear()
         return _json({"deleted": True})
 
     async def get_conformance(self, request: web.Request) -> web.Response:
+        """The conformance report: per client software (name and version), the APIs
+        and versions it sent, the errors it got, and whether it honoured throttle times.
+
+        Example:
+            GET /v1/conformance
+        """
         _query(request, ())
         return _json(self.cluster.conformance.report())
 
     async def get_acls(self, request: web.Request) -> web.Response:
-        """ACL bindings matching the query's filter (fields as `cluster.acls.list` takes them)."""
+        """The ACL bindings matching a filter (every field optional; none: every ACL).
+
+        Query:
+            principal: e.g. `User:alice`
+            operation: READ, WRITE, DESCRIBE, ... or ANY
+            resource_type: TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN, USER or ANY
+            name: the resource name
+            pattern: LITERAL, PREFIXED, ANY or MATCH
+            permission: ALLOW, DENY or ANY
+            host: the host (`*`: any)
+
+        Answer:
+            `{"acls": [{"resource_type", "name", "pattern", "principal", "host", "operation", "permission"}, ...]}`
+
+        Example:
+            GET /v1/acls?principal=User:alice
+        """
         query = _query(request, _ACL_FILTER_FIELDS)
         try:
             acl_filter = acl_filter_of(query)
@@ -513,6 +668,20 @@ class AdminServer:
         return _json({"acls": [_acl_json(b) for b in found]})
 
     async def post_acl(self, request: web.Request) -> web.Response:
+        """Creates one ACL binding (201 and the binding), as CreateAcls does.
+
+        Body:
+            principal: e.g. `User:alice` (required)
+            operation: READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE or ALL (required)
+            resource_type: TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID, DELEGATION_TOKEN or USER (required)
+            name: the resource name (required; `kafka-cluster` for the cluster)
+            pattern: LITERAL (default) or PREFIXED
+            permission: ALLOW (default) or DENY
+            host: default `*`
+
+        Example:
+            POST /v1/acls {"principal": "User:alice", "operation": "READ", "resource_type": "TOPIC", "name": "orders"}
+        """
         body = await _body(
             request, ("principal", "operation", "resource_type", "name", "pattern", "permission", "host")
         )
@@ -543,6 +712,24 @@ class AdminServer:
         return _json(_acl_json(acl), status=201)
 
     async def delete_acls(self, request: web.Request) -> web.Response:
+        """Deletes the ACL bindings matching a filter, as DeleteAcls does; at least one field
+        must be given.
+
+        Query:
+            principal: as for GET /v1/acls
+            operation: as for GET /v1/acls
+            resource_type: as for GET /v1/acls
+            name: as for GET /v1/acls
+            pattern: as for GET /v1/acls
+            permission: as for GET /v1/acls
+            host: as for GET /v1/acls
+
+        Answer:
+            `{"deleted": [<binding>, ...]}`
+
+        Example:
+            DELETE /v1/acls?principal=User:alice
+        """
         query = _query(request, _ACL_FILTER_FIELDS)
         if not query:
             bad_request(f"name at least one of {', '.join(_ACL_FILTER_FIELDS)} (every ACL would go)")
@@ -554,12 +741,31 @@ class AdminServer:
         return _json({"deleted": [_acl_json(b) for b in gone]})
 
     async def get_client_metrics(self, request: web.Request) -> web.Response:
+        """The KIP-714 client metrics subscriptions and the client instances the brokers
+        know.
+
+        Example:
+            GET /v1/client-metrics
+        """
         _query(request, ())
         admin = self.cluster.client_metrics
         return _json({"subscriptions": admin.subscriptions(), "instances": admin.instances()})
 
     async def put_client_metrics(self, request: web.Request) -> web.Response:
-        """Creates or replaces a KIP-714 subscription, checked as AlterConfigs checks it."""
+        """Creates or replaces a KIP-714 client metrics subscription, checked as
+        AlterConfigs checks a CLIENT_METRICS resource.
+
+        Path:
+            name: the subscription's name
+
+        Body:
+            metrics: array of metric name prefixes (`*`: all)
+            interval_ms: the push interval
+            match: object of client attribute (`client_id`, `client_software_name`, ...) to a regular expression that must match the whole value
+
+        Example:
+            PUT /v1/client-metrics/apps {"metrics": ["org.apache.kafka.producer."], "interval_ms": 1000, "match": {"client_id": "app-.*"}}
+        """
         body = await _body(request, ("metrics", "interval_ms", "match"))
         metrics = body.get("metrics", [])
         if not isinstance(metrics, list) or not all(isinstance(m, str) for m in metrics):
@@ -575,6 +781,14 @@ class AdminServer:
         return _json({"name": name, "configs": self.cluster.client_metrics.subscriptions()[name]})
 
     async def delete_client_metrics(self, request: web.Request) -> web.Response:
+        """Deletes a client metrics subscription (404 if unknown).
+
+        Path:
+            name: the subscription's name
+
+        Example:
+            DELETE /v1/client-metrics/apps
+        """
         _query(request, ())
         name = request.match_info["name"]
         if name not in self.cluster.client_metrics.subscriptions():
@@ -583,6 +797,15 @@ class AdminServer:
         return _json({"deleted": name})
 
     async def get_transactions(self, request: web.Request) -> web.Response:
+        """The transactional ids the coordinator knows: producer id and epoch, state,
+        partitions in the transaction.
+
+        Query:
+            state: only this state (e.g. `Ongoing`, `CompleteCommit`)
+
+        Example:
+            GET /v1/transactions?state=Ongoing
+        """
         query = _query(request, ("state",))
         listed = self.cluster.list_transactions()
         if "state" in query:
@@ -590,6 +813,14 @@ class AdminServer:
         return _json({"transactions": listed})
 
     async def get_transaction(self, request: web.Request) -> web.Response:
+        """One transactional id (404 if unknown).
+
+        Path:
+            transactional_id: the transactional id
+
+        Example:
+            GET /v1/transactions/my-app-1
+        """
         _query(request, ())
         wanted = request.match_info["transactional_id"]
         for txn in self.cluster.list_transactions():
@@ -598,6 +829,15 @@ class AdminServer:
         not_found(f"no transactional id {wanted!r}")
 
     async def get_groups(self, request: web.Request) -> web.Response:
+        """The groups: id, type (classic or consumer), protocol type, state.
+
+        Query:
+            type: only this type (classic or consumer)
+            state: only this state (e.g. Stable, Empty)
+
+        Example:
+            GET /v1/groups?type=consumer
+        """
         query = _query(request, ("type", "state"))
         listed = [
             group
@@ -607,6 +847,14 @@ class AdminServer:
         return _json({"groups": listed})
 
     async def get_group(self, request: web.Request) -> web.Response:
+        """One group (404 if unknown): epochs, assignor, the members and their assignments.
+
+        Path:
+            group_id: the group id
+
+        Example:
+            GET /v1/groups/my-group
+        """
         _query(request, ())
         wanted = request.match_info["group_id"]
         described = self.cluster.describe_group(wanted)
@@ -615,6 +863,12 @@ class AdminServer:
         return _json(described)
 
     async def get_metrics(self, request: web.Request) -> web.Response:
+        """The cluster's metrics in Prometheus's text format (not JSON); see the
+        Prometheus metrics reference for every family.
+
+        Example:
+            GET /metrics
+        """
         # Not JSON: Prometheus's text format, whatever the query (scrapers add their own).
         return web.Response(
             body=generate_latest(self.registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -698,18 +952,107 @@ def _sorted_entities(
 
 QUOTA_GROUPS = ("Produce", "Fetch", "Request", "ControllerMutation")
 REQUEST_METRICS = "RequestMetrics"  # exported from throttle_stats instead, with the counts
-_HELP = {
-    "byte-rate": "Bytes per second measured for the quota entity (Kafka's byte-rate).",
-    "throttle-time": "Average throttle time in ms given to the quota entity (Kafka's throttle-time).",
-    "request-time": "Request handling time as a percentage of one thread (Kafka's request-time).",
-    "mutation-rate": "Controller mutations (partitions) per second (Kafka's mutation-rate).",
-    "tokens": "Tokens left in the controller mutation bucket (Kafka's tokens).",
-    "queue-size": "Connections currently throttled (muted) by this quota type (Kafka's queue-size).",
-    "exempt-request-time": "Request time of quota-exempt requests, percent of a thread.",
-    "connection-accept-rate": "Connections accepted per second from the ip.",
-    "ip-connection-accept-throttle-time": "Average throttle time of connections throttled by ip rate.",
-    "connection-count": "Open client connections.",
-}
+# The labels of a quota sensor's families are its metric tags, which the quota callback
+# chooses: `user` and `client_id` with Kafka's default callback.
+QUOTA_TAGS = ("user", "client_id")
+# Every family /metrics exposes: (name, type, labels, help). The collector takes its help
+# texts from here and docs/reference/prometheus-metrics.md is generated from it, so a
+# family the collector exposes but this table lacks fails tests/docs/test_reference.py.
+# Counters are exposed with Prometheus's `_total` suffix.
+METRIC_FAMILIES: tuple[tuple[str, str, tuple[str, ...], str], ...] = (
+    (
+        "kafka_server_quota_byte_rate",
+        "gauge",
+        ("quota_type", *QUOTA_TAGS, "broker"),
+        "Bytes per second measured for the quota entity (Kafka's byte-rate); quota_type Produce or Fetch.",
+    ),
+    (
+        "kafka_server_quota_throttle_time",
+        "gauge",
+        ("quota_type", *QUOTA_TAGS, "broker"),
+        "Average throttle time in ms given to the quota entity (Kafka's throttle-time).",
+    ),
+    (
+        "kafka_server_quota_request_time",
+        "gauge",
+        ("quota_type", *QUOTA_TAGS, "broker"),
+        "Request handling time as a percentage of one thread (Kafka's request-time); quota_type Request.",
+    ),
+    (
+        "kafka_server_quota_mutation_rate",
+        "gauge",
+        ("quota_type", *QUOTA_TAGS, "broker"),
+        "Controller mutations (partitions) per second (Kafka's mutation-rate); quota_type ControllerMutation.",
+    ),
+    (
+        "kafka_server_quota_tokens",
+        "gauge",
+        ("quota_type", *QUOTA_TAGS, "broker"),
+        "Tokens left in the controller mutation bucket (Kafka's tokens); quota_type ControllerMutation.",
+    ),
+    (
+        "kafka_server_quota_queue_size",
+        "gauge",
+        ("quota_type", "broker"),
+        "Connections currently throttled (muted) by this quota type (Kafka's queue-size).",
+    ),
+    (
+        "kafka_server_quota_exempt_request_time",
+        "gauge",
+        ("quota_type", "broker"),
+        "Request time of quota-exempt requests, percent of a thread; quota_type Request.",
+    ),
+    (
+        "kafka_server_socket_server_metrics_connection_accept_rate",
+        "gauge",
+        ("ip", "broker"),
+        "Connections accepted per second from the ip.",
+    ),
+    (
+        "kafka_server_socket_server_metrics_ip_connection_accept_throttle_time",
+        "gauge",
+        ("listener", "broker"),
+        "Average throttle time of connections throttled by ip rate.",
+    ),
+    (
+        "kafka_server_socket_server_metrics_connection_count",
+        "gauge",
+        ("broker",),
+        "Open client connections.",
+    ),
+    ("kafka_mock_metrics_sink_rows_added", "gauge", (), "Request metrics rows handed to the Parquet sink."),
+    ("kafka_mock_metrics_sink_rows_written", "gauge", (), "Request metrics rows written to Parquet files."),
+    ("kafka_mock_metrics_sink_files_written", "gauge", (), "Parquet files the sink has written."),
+    ("kafka_mock_metrics_sink_bytes_written", "gauge", (), "Bytes of Parquet files the sink has written."),
+    ("kafka_mock_metrics_sink_lag_rows", "gauge", (), "Rows buffered and not yet written."),
+    ("kafka_mock_metrics_sink_write_errors", "gauge", (), "Parquet writes that failed."),
+    ("kafka_mock_broker_up", "gauge", ("broker",), "1 while the broker listens, 0 once stopped."),
+    (
+        "kafka_network_requests",
+        "counter",
+        ("request", "broker"),
+        "Responses sent (or requests answered with none) per API.",
+    ),
+    (
+        "kafka_network_request_throttle_time_ms",
+        "counter",
+        ("request", "broker"),
+        "Throttle time given per API, in ms.",
+    ),
+    (
+        "kafka_network_request_throttle_time_ms_mean",
+        "gauge",
+        ("request", "broker"),
+        "Mean throttle time per request, in ms.",
+    ),
+    (
+        "kafka_network_request_throttle_time_ms_max",
+        "gauge",
+        ("request", "broker"),
+        "Largest throttle time given, in ms.",
+    ),
+)
+_HELP = {name: help_text for name, _, _, help_text in METRIC_FAMILIES}
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 _RESERVED_LABELS = ("broker", "quota_type")
@@ -757,7 +1100,7 @@ class ClusterCollector(Collector):
             name = metric_family_name(metric)
             family = families.get(name)
             if family is None:
-                help_text = _HELP.get(metric.name, f"Kafka metric {metric.name} of group {metric.group}.")
+                help_text = _HELP.get(name, f"Kafka metric {metric.name} of group {metric.group}.")
                 family = families[name] = PromMetric(name, help_text, "gauge")
             labels = {_label(tag): value for tag, value in metric.tags.items()}
             if metric.group in QUOTA_GROUPS:
@@ -770,24 +1113,24 @@ class ClusterCollector(Collector):
 
     def _request_metrics(self, brokers: list[BrokerServer]) -> Iterator[PromMetric]:
         labels = ["request", "broker"]
-        up = GaugeMetricFamily(
-            "kafka_mock_broker_up", "1 while the broker listens, 0 once stopped.", labels=["broker"]
-        )
+        up = GaugeMetricFamily("kafka_mock_broker_up", _HELP["kafka_mock_broker_up"], labels=["broker"])
         requests = CounterMetricFamily(
-            "kafka_network_requests",
-            "Responses sent (or requests answered with none) per API.",
-            labels=labels,
+            "kafka_network_requests", _HELP["kafka_network_requests"], labels=labels
         )
         throttle = CounterMetricFamily(
-            "kafka_network_request_throttle_time_ms", "Throttle time given per API, in ms.", labels=labels
+            "kafka_network_request_throttle_time_ms",
+            _HELP["kafka_network_request_throttle_time_ms"],
+            labels=labels,
         )
         mean = GaugeMetricFamily(
             "kafka_network_request_throttle_time_ms_mean",
-            "Mean throttle time per request, in ms.",
+            _HELP["kafka_network_request_throttle_time_ms_mean"],
             labels=labels,
         )
         most = GaugeMetricFamily(
-            "kafka_network_request_throttle_time_ms_max", "Largest throttle time given, in ms.", labels=labels
+            "kafka_network_request_throttle_time_ms_max",
+            _HELP["kafka_network_request_throttle_time_ms_max"],
+            labels=labels,
         )
         for broker in brokers:
             node = str(broker.node_id)

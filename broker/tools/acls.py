@@ -45,27 +45,46 @@ def _operation(text: str) -> Operation:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
-    parser.add_argument("--bootstrap-server", required=True)
+    parser.add_argument(
+        "--bootstrap-server", required=True, metavar="HOST:PORT", help="broker(s) to connect to"
+    )
     parser.add_argument("--command-config", help="client properties (security.protocol, sasl.*)")
     action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--add", action="store_true")
-    action.add_argument("--remove", action="store_true")
-    action.add_argument("--list", action="store_true")
-    parser.add_argument("--allow-principal", action="append", default=[])
-    parser.add_argument("--deny-principal", action="append", default=[])
+    action.add_argument("--add", action="store_true", help="create ACLs (CreateAcls)")
+    action.add_argument("--remove", action="store_true", help="delete ACLs (DeleteAcls)")
+    action.add_argument("--list", action="store_true", help="list ACLs (DescribeAcls)")
+    parser.add_argument(
+        "--allow-principal",
+        action="append",
+        default=[],
+        help="principal allowed, e.g. User:alice (repeatable)",
+    )
+    parser.add_argument("--deny-principal", action="append", default=[], help="principal denied (repeatable)")
     parser.add_argument("--principal", action="append", default=[], help="--list: only these principals")
-    parser.add_argument("--allow-host", action="append", default=[])
-    parser.add_argument("--deny-host", action="append", default=[])
-    parser.add_argument("--operation", action="append", default=[])
-    parser.add_argument("--topic", action="append", default=[])
-    parser.add_argument("--group", action="append", default=[])
-    parser.add_argument("--transactional-id", action="append", default=[])
-    parser.add_argument("--cluster", action="store_true")
+    parser.add_argument(
+        "--allow-host", action="append", default=[], help="host of the allow entries (default: *)"
+    )
+    parser.add_argument(
+        "--deny-host", action="append", default=[], help="host of the deny entries (default: *)"
+    )
+    parser.add_argument(
+        "--operation",
+        action="append",
+        default=[],
+        help="Read, Write, Describe, ... (repeatable; default: All)",
+    )
+    parser.add_argument("--topic", action="append", default=[], help="topic resource (repeatable)")
+    parser.add_argument("--group", action="append", default=[], help="consumer group resource (repeatable)")
+    parser.add_argument(
+        "--transactional-id", action="append", default=[], help="transactional id resource (repeatable)"
+    )
+    parser.add_argument("--cluster", action="store_true", help="the cluster resource")
     parser.add_argument(
         "--resource-pattern-type",
         default=None,
         choices=["literal", "prefixed", "any", "match"],
         type=str.lower,
+        help="literal (default) or prefixed; --list and --remove also any and match",
     )
     parser.add_argument("--force", action="store_true", help="accepted for compatibility: no prompt is shown")
     return parser
