@@ -64,6 +64,21 @@ def _shift(endpoints: list[Endpoint], offset: int) -> list[Endpoint]:
 
 
 class MockCluster:
+    """A Kafka cluster of `brokers` brokers in this process, sharing one cluster state.
+
+    `config` takes Kafka's broker config names (values as strings or Python values);
+    without `listeners` each broker listens on `host`, port `port` + its index (0: a free
+    port). Use it as a context manager: `with MockCluster() as cluster:` runs it on an
+    event loop of its own in a thread (for synchronous tests), `async with MockCluster() as
+    cluster:` on the caller's loop. `cluster.bootstrap_servers` is what clients connect to.
+
+    The harness API is in its attributes: `quotas` (client quotas, as
+    DescribeClientQuotas/AlterClientQuotas), `configs` (dynamic broker, topic and group
+    configs), `acls`, `credentials` (SCRAM users), `client_metrics` (KIP-714
+    subscriptions), `faults` (injected errors, delays, disconnects and throttles),
+    `requests` (the recording) and `conformance` (the client conformance report).
+    """
+
     def __init__(
         self,
         brokers: int = 1,
