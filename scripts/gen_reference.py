@@ -158,6 +158,18 @@ def _topic_validation(name: str) -> str:
     return "; ".join(parts)
 
 
+def applied_topic_configs() -> set[str]:
+    """The topic configs the broker acts on: those its code names outside the table."""
+    from broker.config.topic_configs import TOPIC_CONFIGS
+
+    texts = [
+        path.read_text()
+        for path in sorted((ROOT / "broker").rglob("*.py"))
+        if path.relative_to(ROOT).as_posix() != "broker/config/topic_configs.py"
+    ]
+    return {name for name in TOPIC_CONFIGS if any(f'"{name}"' in text for text in texts)}
+
+
 def render_topic_configs() -> str:
     from broker.config.broker_config import DEFAULTS, LOG_DEFAULTS
     from broker.config.group_configs import GROUP_CONFIGS
@@ -172,31 +184,32 @@ def render_topic_configs() -> str:
         "Set with CreateTopics, IncrementalAlterConfigs or AlterConfigs on a TOPIC resource,",
         "validated as Apache Kafka's LogConfig validates them (its messages, INVALID_CONFIG),",
         "and reported by DescribeConfigs with their source and synonyms. A topic without its own",
-        "value takes the **broker synonym**'s, else the default. Most are accepted and reported",
-        "only; those that change what the broker does say so in their meaning: retention",
-        "(`retention.bytes`, `retention.ms`), `cleanup.policy` and compaction, `max.message.bytes`,",
-        "`message.timestamp.type`, `min.insync.replicas`.",
+        "value takes the **broker synonym**'s, else the default. **Applied** says whether the",
+        "broker acts on the config (retention, compaction, timestamps, batch size, in-sync",
+        "replicas); the others are accepted, validated and reported only.",
         "",
     ]
     broker_keys = set(DEFAULTS) | set(LOG_DEFAULTS)
+    applied = applied_topic_configs()
     rows = []
     for config in TOPIC_CONFIGS.values():
         synonym = config.broker_synonym or ""
         if synonym in broker_keys:
             synonym = f"[`{synonym}`](broker-configs.md)"
         elif synonym:
-            synonym = f"`{synonym}` (accepted, not read)"
+            synonym = f"`{synonym}` (reported only)"
         rows.append(
             [
                 f"`{config.name}`",
                 code(config.default),
                 config.type,
+                "yes" if config.name in applied else "no",
                 synonym,
                 cell(_topic_validation(config.name)),
                 cell(config.documentation),
             ]
         )
-    lines += table(["Name", "Default", "Type", "Broker synonym", "Valid values", "Meaning"], rows)
+    lines += table(["Name", "Default", "Type", "Applied", "Broker synonym", "Valid values", "Meaning"], rows)
     lines += [
         "",
         "## Group configs",
