@@ -283,7 +283,7 @@ def render_parser(parser: argparse.ArgumentParser, level: str = "##") -> list[st
         if not actions:
             continue
         title = group.title or "options"
-        if title not in ("options", "optional arguments"):
+        if group not in (parser._optionals, parser._positionals):
             lines += [f"**{title[0].upper()}{title[1:]}**", ""]
         rows = []
         for action in actions:
@@ -294,7 +294,8 @@ def render_parser(parser: argparse.ArgumentParser, level: str = "##") -> list[st
         lines += table(["Option", "Default", "Meaning"], rows)
         lines.append("")
     if parser.epilog:
-        lines += ["```", parser.epilog.strip("\n"), "```", ""]
+        epilog = parser.epilog % {"prog": parser.prog} if "%(prog)" in parser.epilog else parser.epilog
+        lines += ["```", epilog.strip("\n"), "```", ""]
     return lines
 
 
