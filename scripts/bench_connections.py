@@ -59,8 +59,9 @@ from confluent_kafka import Producer
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 
-from broker.harness.process import BrokerProcess
-from broker.harness.wire import encode_request, read_frame
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.process import BrokerProcess  # noqa: E402
+from tests.support.wire import encode_request, read_frame  # noqa: E402
 
 RECORD_BYTES = 100
 SETTLE_S = 10.0  # for the broker to see every close

@@ -47,7 +47,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder  # noqa: E402
 
 from broker import MockCluster  # noqa: E402
 from broker.connection import Connection  # noqa: E402
-from broker.harness.wire import encode_request  # noqa: E402
+from tests.support.wire import encode_request  # noqa: E402
 
 CLIENT_ID = bench_throughput.CLIENT_ID
 TOPICS = [f"bench-{i}" for i in range(10)]

@@ -65,8 +65,9 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
-from broker.harness.clients import client_logger, wait_for_topic
-from broker.harness.process import BrokerProcess, BrokerProcessError
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.clients import client_logger, wait_for_topic  # noqa: E402
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
 
 RECORD_BYTES = 100
 TARGET_P99_MS = 2.0

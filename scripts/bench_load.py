@@ -73,15 +73,17 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from multiprocessing.context import SpawnProcess
+from pathlib import Path
 from typing import Any
 
 import bench_throughput as bt
 from confluent_kafka import KafkaException, Producer
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from broker.harness.clients import client_logger, wait_for_topic
-from broker.harness.process import BrokerProcessError
-from broker.harness.wire import round_trip
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.clients import client_logger, wait_for_topic  # noqa: E402
+from tests.support.process import BrokerProcessError  # noqa: E402
+from tests.support.wire import round_trip  # noqa: E402
 
 READY_SECONDS = 120.0  # every client process connected and saw its topics within this
 IDLE_CLIENT_ID = "bench-load-idle"

@@ -54,9 +54,10 @@ from pathlib import Path
 from confluent_kafka import KafkaException, Producer
 from kafka.protocol.admin import DescribeLogDirsRequest
 
-from broker.harness.clients import client_logger, wait_for_topic
-from broker.harness.process import BrokerProcess, BrokerProcessError
-from broker.harness.wire import round_trip
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.clients import client_logger, wait_for_topic  # noqa: E402
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
+from tests.support.wire import round_trip  # noqa: E402
 
 RECORD_BYTES = 1024
 RETAINED_TARGET = 1.1

@@ -89,8 +89,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from broker.harness.clients import ClientLog, client_logger, wait_for_topic
-from broker.harness.process import BrokerProcess
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.clients import ClientLog, client_logger, wait_for_topic  # noqa: E402
+from tests.support.process import BrokerProcess  # noqa: E402
 
 MIB = 1024 * 1024
 PARTITIONS = 4

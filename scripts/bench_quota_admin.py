@@ -24,14 +24,17 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from broker.harness.process import BrokerProcess, BrokerProcessError
-from broker.harness.wire import encode_request, exchange, quota_alteration
 from quotas.entity import QuotaEntity
 from quotas.resolution import QuotaIndex
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
+from tests.support.wire import encode_request, exchange, quota_alteration  # noqa: E402
 
 ALTER_BATCH = 100
 CLIENT_ID = "bench"

@@ -68,6 +68,7 @@ from pathlib import Path
 from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # tests.support (not installed)
 CLIENT_ID = "bench-small-requests"
 GROUP = "bench-small-requests"
 TOPIC = "bench-small"
@@ -340,7 +341,7 @@ def prepare(address: tuple[str, int]) -> tuple[Requests, dict[int, bytes]]:
     from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
     from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
-    from broker.harness.wire import decode_response, encode_request, exchange, quota_alteration, round_trip
+    from tests.support.wire import decode_response, encode_request, exchange, quota_alteration, round_trip
 
     with socket.create_connection(address, timeout=30) as sock:
         # The topic, created through Metadata's auto-creation and waited for.
@@ -499,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     import uvloop
 
-    from broker.harness.process import BrokerProcess, BrokerProcessError
+    from tests.support.process import BrokerProcess, BrokerProcessError
 
     os.chdir(ROOT)
     try:

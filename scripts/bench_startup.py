@@ -57,8 +57,10 @@ from pathlib import Path
 
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from broker.harness.wire import encode_request
 from messages.registry import response_class
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.wire import encode_request  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 IN_PROCESS_TARGET_MS = 20.0

@@ -132,9 +132,10 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 from kafka.protocol.admin.acl import CreateAclsRequest
 
-from broker.harness.clients import ClientLog, client_logger, wait_for_topic
-from broker.harness.process import BrokerProcess, BrokerProcessError
-from broker.harness.wire import quota_alteration, round_trip
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.clients import ClientLog, client_logger, wait_for_topic  # noqa: E402
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
+from tests.support.wire import quota_alteration, round_trip  # noqa: E402
 
 MOCK_PARTITION_MAX_BYTES = 5 * 1024 * 1024  # librdkafka rd_kafka_mock_partition_init(): max_size
 RETENTION_BUDGET = 0.6  # fill at most this share of it

@@ -59,8 +59,9 @@ from kafka import admin as ka
 from kafka import errors as kafka_errors
 from kafka.protocol.admin import AlterClientQuotasRequest, IncrementalAlterConfigsRequest
 
-from broker.harness.process import BrokerProcess, BrokerProcessError
-from broker.harness.wire import decode_response, encode_request, read_frame
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
+from tests.support.wire import decode_response, encode_request, read_frame  # noqa: E402
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECURED = {"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"}

@@ -15,7 +15,7 @@ Engines:
   protocol, messages, quotas) are instrumented and libFuzzer mutates inputs toward new
   coverage. The corpus is seeded with a valid request of every advertised (API key,
   version). An input's first byte says what it is: raw frame bytes for the PLAINTEXT
-  listener, or bytes that drive the structure-aware generator (broker/harness/fuzzing.py),
+  listener, or bytes that drive the structure-aware generator (tests/support/fuzzing.py),
   optionally mutated once more, or a pre-authentication exchange on the SASL listener.
   One input is one round trip.
 - mutate (seeded, deterministic): batches over three pipelined connections of freshly
@@ -68,12 +68,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests.support (not installed)
+
 if TYPE_CHECKING:
-    from broker.harness.fuzzing import Finding, Frame, WireDriver
+    from tests.support.fuzzing import Finding, Frame, WireDriver
 
 # The broker's modules are imported by `load_broker`, after the engine is chosen:
 # atheris instruments them as they are first imported.
-fz: Any = None  # broker.harness.fuzzing
+fz: Any = None  # tests.support.fuzzing
 MockCluster: Any = None
 throttling: Any = None  # broker.throttling
 INACTIVE_SENSOR_EXPIRY_MS = 0
@@ -86,12 +88,12 @@ def load_broker(instrument: bool) -> None:
         import atheris
 
         with atheris.instrument_imports(include=BROKER_PACKAGES):
-            import broker.harness.fuzzing
             import broker.mock_cluster
-    import broker.harness.fuzzing
+            import tests.support.fuzzing
     import broker.mock_cluster
+    import tests.support.fuzzing
 
-    fz, MockCluster = broker.harness.fuzzing, broker.mock_cluster.MockCluster
+    fz, MockCluster = tests.support.fuzzing, broker.mock_cluster.MockCluster
     from broker import throttling as throttling_module
     from quotas.manager import INACTIVE_SENSOR_EXPIRY_MS as expiry
 

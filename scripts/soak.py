@@ -124,7 +124,7 @@ from confluent_kafka.admin import (  # noqa: E402
     OffsetSpec,
 )
 
-from broker.harness.process import BrokerProcess, BrokerProcessError  # noqa: E402
+from tests.support.process import BrokerProcess, BrokerProcessError  # noqa: E402
 
 IDEM_TOPIC = "soak-idem"
 TXN_TOPIC = "soak-txn"
@@ -1418,7 +1418,7 @@ class FaultWorker(Worker):
         """FindCoordinator (v4) for the transformer's group and transactional id."""
         from kafka.protocol.metadata import FindCoordinatorRequest
 
-        from broker.harness.wire import round_trip
+        from tests.support.wire import round_trip
 
         found = set()
         with socket.create_connection(self.soak.broker.address(), timeout=10) as sock:
@@ -1531,7 +1531,7 @@ class Canary(Worker):
     def body(self) -> None:
         from kafka.protocol.metadata import ApiVersionsRequest
 
-        from broker.harness.wire import encode_request, read_frame
+        from tests.support.wire import encode_request, read_frame
 
         host, port = self.soak.broker.address()
         correlation = itertools.count(1)

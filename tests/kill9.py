@@ -9,7 +9,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from broker.harness.process import BrokerProcess
+from tests.support.process import BrokerProcess
 
 
 @dataclass

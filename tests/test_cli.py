@@ -24,8 +24,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
-from broker.harness.process import START_TIMEOUT, BrokerProcess, broker_processes, run_broker
-from broker.harness.wire import decode_response, encode_request, read_frame, round_trip
+from tests.support.process import START_TIMEOUT, BrokerProcess, broker_processes, run_broker
+from tests.support.wire import decode_response, encode_request, read_frame, round_trip
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 

@@ -96,7 +96,7 @@ def test_broker_answers_without_the_client_imported() -> None:
         from broker.startup import defer_kafka_package_init
         defer_kafka_package_init()
         from broker.mock_cluster import MockCluster
-        from broker.harness.wire import round_trip
+        from tests.support.wire import round_trip
         from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
         def client(address):

@@ -19,8 +19,8 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.protocol.consumer import ListOffsetsRequest, ListOffsetsResponse
 
 from broker import MockCluster
-from broker.harness.wire import encode_request, read_frame
 from broker.state.records import split_batches
+from tests.support.wire import encode_request, read_frame
 from tests.workload import stored_codecs
 
 BASE = 1_700_000_000_000

@@ -12,7 +12,7 @@ from kafka.errors import InvalidUpdateVersionError
 from kafka.protocol.metadata import ApiVersionsRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
+from tests.support.wire import round_trip
 
 
 def finalized(cluster: MockCluster) -> tuple[dict[str, int], int]:

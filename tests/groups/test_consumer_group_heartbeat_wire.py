@@ -21,10 +21,10 @@ from kafka.protocol.consumer import (
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 ConsumerGroupHeartbeatRequest = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 ConsumerGroupDescribeRequest = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)

@@ -16,9 +16,9 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from broker import MockCluster
-from broker.harness.wire import read_frame
 from tests.conftest import FAST
 from tests.quotas.test_quota_enforcement_wire import Conn, closed_by_broker
+from tests.support.wire import read_frame
 
 PRODUCE = 0
 THROTTLE_MS = 300

@@ -10,8 +10,8 @@ from typing import Any
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from tests.conftest import FAST
+from tests.support.wire import round_trip
 
 
 def _client(report: dict[str, Any], name: str, version: str) -> dict[str, Any]:

@@ -37,10 +37,10 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 
 from broker import MockCluster
 from broker.harness.metrics_sink import MetricsSink
-from broker.harness.process import BrokerProcess, broker_processes
-from broker.harness.wire import decode_response, encode_request, read_frame
 from spark.schema import COLUMN_NAMES, SCHEMA_VERSION, SCHEMA_VERSION_KEY, arrow_schema
 from tests.conftest import FAST
+from tests.support.process import BrokerProcess, broker_processes
+from tests.support.wire import decode_response, encode_request, read_frame
 
 WINDOW_MS = 1000  # quota.window.size.seconds x 1000
 SHORT = {"quota.window.num": "2"}  # a new sensor's rate is measured over exactly 1 s

@@ -15,7 +15,7 @@ from kafka.protocol.admin import DescribeClusterRequest
 from kafka.protocol.consumer import ListOffsetsRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
+from tests.support.wire import round_trip
 
 FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH = 74, 75
 MISMATCHED_ENDPOINT_TYPE, UNSUPPORTED_ENDPOINT_TYPE = 114, 115

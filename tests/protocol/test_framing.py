@@ -23,8 +23,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker import MockCluster
 from broker.connection import Connection
-from broker.harness.wire import encode_request, read_frame
 from tests.conftest import FAST
+from tests.support.wire import encode_request, read_frame
 
 TOPIC = "framing"
 RECORDS_PER_BATCH = 3

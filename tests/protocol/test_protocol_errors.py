@@ -31,8 +31,8 @@ from kafka.protocol.producer import (
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
-from broker.harness.wire import encode_request, read_frame
 from tests.conftest import FAST
+from tests.support.wire import encode_request, read_frame
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors)
 NONE = 0

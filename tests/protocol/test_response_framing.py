@@ -99,7 +99,7 @@ def test_a_throttled_answer_encoded_ahead_is_changed_as_a_copy() -> None:
 
     from kafka.protocol.metadata import ApiVersionsRequest
 
-    from broker.harness.wire import round_trip
+    from tests.support.wire import round_trip
 
     with MockCluster(config=FAST) as cluster:
         cluster.faults.throttle("throttled", 150, count=1)

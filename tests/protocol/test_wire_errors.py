@@ -14,8 +14,8 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker import MockCluster
-from broker.harness.wire import read_frame
 from protocol.api_keys import ApiKey
+from tests.support.wire import read_frame
 
 
 def connect(cluster: MockCluster) -> socket.socket:

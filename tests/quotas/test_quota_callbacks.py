@@ -21,7 +21,6 @@ from kafka.protocol.admin import AlterClientQuotasRequest, IncrementalAlterConfi
 from kafka.protocol.metadata import ApiVersionsRequest
 
 from broker import MockCluster
-from broker.harness.wire import encode_request
 from quotas.callback import (
     CALLBACK_CONFIG,
     CallbackError,
@@ -37,6 +36,7 @@ from quotas.callback import (
 from quotas.callbacks.partition_proportional import PartitionProportionalCallback
 from quotas.callbacks.quota_groups import QuotaGroupsCallback, parse_groups
 from tests.conftest import FAST
+from tests.support.wire import encode_request
 
 HERE = "tests.quotas.test_quota_callbacks"
 

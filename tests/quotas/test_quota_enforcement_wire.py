@@ -31,9 +31,9 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
-from broker.harness.wire import decode_response, encode_request, read_frame
 from messages.registry import response_class
 from tests.conftest import FAST
+from tests.support.wire import decode_response, encode_request, read_frame
 
 THROTTLING_QUOTA_EXCEEDED = 89
 WINDOW_MS = 1000  # quota.window.size.seconds x 1000

@@ -25,8 +25,8 @@ from kafka import KafkaAdminClient
 from kafka.protocol.admin import AlterClientQuotasRequest, DescribeClientQuotasRequest
 
 from broker import MockCluster
-from broker.harness.process import BrokerProcess
 from tests.kill9 import stream_until_killed
+from tests.support.process import BrokerProcess
 
 Key = frozenset[tuple[str, str | None]]
 AlterEntry = AlterClientQuotasRequest.EntryData

@@ -23,8 +23,8 @@ from collections.abc import Iterator
 import pytest
 
 from broker import MockCluster
-from broker.harness.wire import recv_exactly
 from quotas.entity import QuotaEntity
+from tests.support.wire import recv_exactly
 
 # --------------------------------------------------------------------------- framing
 

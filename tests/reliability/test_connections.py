@@ -26,8 +26,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from broker import MockCluster
-from broker.harness.wire import read_frame
 from tests.conftest import FAST
+from tests.support.wire import read_frame
 from tests.timing import TIMER_SLACK_S
 
 

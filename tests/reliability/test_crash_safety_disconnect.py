@@ -28,9 +28,9 @@ from kafka.protocol.admin import (
 from kafka.protocol.admin.acl import CreateAclsRequest
 
 from broker import MockCluster
-from broker.harness.wire import encode_request, quota_alteration, round_trip
 from broker.security.acls import Operation, PatternType, Permission, ResourceType
 from broker.security.scram import ScramMechanism, salted_password
+from tests.support.wire import encode_request, quota_alteration, round_trip
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECURED = {"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"}

@@ -1,4 +1,4 @@
-"""The fuzzers' healthy client (broker/harness/fuzzing.py's HealthyClient) is a real check:
+"""The fuzzers' healthy client (tests/support/fuzzing.py's HealthyClient) is a real check:
 a kafka-python consumer that gets nothing fails it, and its report says why (the
 consumer's assignment and generation, the broker's view of the group, its committed
 offsets and the topic, the group's story from kafka-python's log)."""
@@ -12,10 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from broker import MockCluster
-from broker.harness.fuzzing import HealthyClient, Numbers, broker_view
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.conftest import FAST
+from tests.support.fuzzing import HealthyClient, Numbers, broker_view
 
 
 @pytest.fixture

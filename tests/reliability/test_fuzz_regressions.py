@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 from broker import MockCluster
-from broker.harness.wire import read_frame
 from messages.registry import response_class
 from protocol.errors import ErrorCode
 from tests.conftest import FAST
+from tests.support.wire import read_frame
 
 API_VERSIONS_V0 = bytes.fromhex("0000000c 0012 0000 00000063 0002 667a")  # correlation id 99
 

@@ -1,7 +1,7 @@
 """Fuzzing a SASL listener before authentication (issue 22).
 
 A broker with SASL_PLAINTEXT (PLAIN and SCRAM, user alice) and PLAINTEXT listeners.
-Hypothesis drives `sasl_exchange` (broker/harness/fuzzing.py): ApiVersions, SaslHandshake
+Hypothesis drives `sasl_exchange` (tests/support/fuzzing.py): ApiVersions, SaslHandshake
 v0/v1 with enabled and unknown mechanisms, SaslAuthenticate with odd PLAIN and SCRAM
 tokens, bare tokens after a v0 handshake, other APIs out of turn and mutations of all
 of these, three exchanges at a time, each on a new connection. What is answered decodes
@@ -29,16 +29,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from broker import MockCluster
-from broker.harness.fuzzing import (
-    ErrorLog,
-    HealthyClient,
-    Pools,
-    RandomSource,
-    RequestGenerator,
-    WireDriver,
-    broker_view,
-    sasl_exchange,
-)
 from messages.registry import api_name
 from protocol.api_keys import ApiKey
 from tests.reliability.test_fuzz_wire import (
@@ -49,6 +39,16 @@ from tests.reliability.test_fuzz_wire import (
     fuzz_settings,
     prepare_pools,
     protect,
+)
+from tests.support.fuzzing import (
+    ErrorLog,
+    HealthyClient,
+    Pools,
+    RandomSource,
+    RequestGenerator,
+    WireDriver,
+    broker_view,
+    sasl_exchange,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:Do not use the .random. module inside strategies")

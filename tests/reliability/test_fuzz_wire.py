@@ -3,7 +3,7 @@
 The (API key, version) pairs come from the broker itself (`broker.handlers.HANDLERS`,
 checked against what the running broker's pipeline advertises), so a new API or version
 is fuzzed without touching this file. Requests are generated from the message schemas
-by broker/harness/fuzzing.py, driven by hypothesis (derandomized: CI runs the same
+by tests/support/fuzzing.py, driven by hypothesis (derandomized: CI runs the same
 inputs every time; FUZZ_SEED=random explores), and pipelined on three connections:
 
 - valid-but-odd requests: `EXAMPLES` x `PER_EXAMPLE` requests per pair (20,720 in all),
@@ -39,7 +39,9 @@ from hypothesis import strategies as st
 
 from broker import MockCluster
 from broker.handlers import HANDLERS
-from broker.harness.fuzzing import (
+from messages.registry import api_name
+from tests.conftest import FAST
+from tests.support.fuzzing import (
     MUTATIONS,
     ErrorLog,
     Frame,
@@ -52,8 +54,6 @@ from broker.harness.fuzzing import (
     broker_view,
     mutate,
 )
-from messages.registry import api_name
-from tests.conftest import FAST
 
 # The healthy client's threads use the random module while hypothesis draws.
 pytestmark = pytest.mark.filterwarnings("ignore:Do not use the .random. module inside strategies")

@@ -38,12 +38,12 @@ from kafka.protocol.metadata import MetadataRequest
 
 from broker import MockCluster
 from broker.connection import MAX_QUEUED_BYTES, ROUND_BYTES
-from broker.harness.process import BrokerProcess
-from broker.harness.wire import encode_request, read_frame
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
 from tests.reliability.test_connections import address, answers, api_versions_frame, closed_by_broker
 from tests.security.test_sasl_wire import authenticate, handshake, parse_authenticate, parse_handshake
+from tests.support.process import BrokerProcess
+from tests.support.wire import encode_request, read_frame
 from tests.timing import TIMER_SLACK_S
 
 USERS = {"alice": "alice-secret"}

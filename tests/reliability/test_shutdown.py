@@ -38,8 +38,8 @@ from kafka.protocol.admin import AlterClientQuotasRequest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 
 from broker import MockCluster
-from broker.harness.process import BrokerProcess
-from broker.harness.wire import decode_response, encode_request, quota_alteration, read_frame
+from tests.support.process import BrokerProcess
+from tests.support.wire import decode_response, encode_request, quota_alteration, read_frame
 
 TOPIC = "load"
 EXIT_TIMEOUT_S = 60.0  # generous: the target is 5 s, the machine may be busy

@@ -13,7 +13,6 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from broker.security import acls as acls_module
 from broker.security.acls import (
     AclAuthorizer,
@@ -24,6 +23,7 @@ from broker.security.acls import (
     ResourceType,
 )
 from tests.conftest import FAST
+from tests.support.wire import round_trip
 
 TOPIC = ResourceType.TOPIC
 PRINCIPALS = ("User:alice", "User:bob", "User:root")

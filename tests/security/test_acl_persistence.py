@@ -11,10 +11,10 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from kafka.protocol.admin.acl import CreateAclsRequest, CreateAclsResponse
 
 from broker import MockCluster
-from broker.harness.process import BrokerProcess
-from broker.harness.wire import encode_request
 from broker.security.acls import InvalidAcl, Operation, PatternType, Permission, ResourceType
 from tests.kill9 import stream_until_killed
+from tests.support.process import BrokerProcess
+from tests.support.wire import encode_request
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 SECURED = {"authorizer.class.name": STANDARD, "super.users": "User:ANONYMOUS"}

@@ -34,8 +34,8 @@ from kafka.errors import ClusterAuthorizationFailedError
 from kafka.protocol.admin.acl import CreateAclsRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 ANY = AclBindingFilter(

@@ -176,7 +176,7 @@ def test_add_partitions_to_txn_with_an_unwritable_topic_adds_nothing(secured: Mo
 
     from kafka.protocol.producer import AddPartitionsToTxnRequest, InitProducerIdRequest
 
-    from broker.harness.wire import round_trip
+    from tests.support.wire import round_trip
 
     secured.acls.add("User:ANONYMOUS", "WRITE", "TRANSACTIONAL_ID", "tx")
     secured.acls.add("User:ANONYMOUS", "WRITE", "TOPIC", "orders")
@@ -211,8 +211,8 @@ def test_listings_leak_nothing_the_caller_may_not_describe(secured: MockCluster)
     from kafka.protocol.consumer import OffsetFetchRequest
     from kafka.protocol.metadata import MetadataRequest
 
-    from broker.harness.wire import round_trip
     from broker.state.groups import OffsetCommit
+    from tests.support.wire import round_trip
 
     secured.acls.add("User:ANONYMOUS", "DESCRIBE", "GROUP", "readers")
     secured.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "orders")
@@ -246,7 +246,7 @@ def test_a_refused_acks0_produce_closes_the_connection(secured: MockCluster) -> 
     from kafka.protocol.producer import ProduceRequest
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from broker.harness.wire import encode_request
+    from tests.support.wire import encode_request
 
     builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 2**20)
     builder.append(0, 1000, None, b"v", [])

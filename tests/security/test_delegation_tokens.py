@@ -34,7 +34,6 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from broker.security.delegation_tokens import TokenStore
 from broker.security.scram import ScramMechanism
 from messages.registry import request_class
@@ -44,6 +43,7 @@ from quotas.callback import KafkaPrincipal
 from tests.certs import Certificates, make_certificates
 from tests.conftest import FAST
 from tests.security.test_scram import Client, generic
+from tests.support.wire import round_trip
 
 CreateDelegationTokenRequest = request_class(ApiKey.CREATE_DELEGATION_TOKEN)
 RenewDelegationTokenRequest = request_class(ApiKey.RENEW_DELEGATION_TOKEN)

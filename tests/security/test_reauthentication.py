@@ -63,7 +63,7 @@ def test_an_expired_session_is_closed_unless_renewed(tmp_path: Path) -> None:
     from kafka.protocol.metadata import MetadataRequest
     from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-    from broker.harness.wire import round_trip
+    from tests.support.wire import round_trip
 
     config = sasl_config(tmp_path, **{"connections.max.reauth.ms": "300"})
     with MockCluster(config=config) as cluster:

@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from broker import MockCluster
-from broker.harness.wire import read_frame, recv_exactly
 from tests.conftest import FAST
 from tests.security.test_scram import Client
+from tests.support.wire import read_frame, recv_exactly
 
 USERS = {"alice": "alice-secret"}
 UNSUPPORTED_SASL_MECHANISM = 33

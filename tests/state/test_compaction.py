@@ -15,11 +15,11 @@ from kafka.protocol.producer import ProduceRequest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from broker.state.compaction import CompactionConfig
 from broker.state.log import PartitionLog
 from broker.state.records import decode_records, split_batches
 from tests.conftest import FAST
+from tests.support.wire import round_trip
 
 COMPACTED = {
     "cleanup.policy": "compact",

@@ -12,9 +12,9 @@ from kafka import KafkaAdminClient
 from kafka.errors import ClusterAuthorizationFailedError
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from messages.registry import request_class
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 
 def quorum(cluster: MockCluster) -> dict[str, Any]:

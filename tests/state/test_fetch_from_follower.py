@@ -25,8 +25,6 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from broker import MockCluster
 from broker.config.broker_config import broker_racks
-from broker.harness.process import run_broker
-from broker.harness.wire import round_trip
 from broker.state.cluster import Topic
 from broker.state.replica_selector import (
     ClientMetadata,
@@ -38,6 +36,8 @@ from broker.state.replica_selector import (
     preferred_read_replica,
 )
 from tests.conftest import FAST
+from tests.support.process import run_broker
+from tests.support.wire import round_trip
 
 # Kafka's error codes (org.apache.kafka.common.protocol.Errors)
 NONE, OFFSET_OUT_OF_RANGE, NOT_LEADER_OR_FOLLOWER = 0, 1, 6

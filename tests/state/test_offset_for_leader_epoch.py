@@ -13,9 +13,9 @@ import pytest
 from confluent_kafka import Consumer, Producer
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from messages.registry import request_class
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 Request = request_class(23)
 Topic = Request.OffsetForLeaderTopic

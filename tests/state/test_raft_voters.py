@@ -16,10 +16,10 @@ from kafka import KafkaAdminClient
 from kafka.errors import InvalidUpdateVersionError
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from broker.state.quorum import directory_id
 from messages.registry import request_class
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 Add = request_class(80)

@@ -20,8 +20,8 @@ from kafka.admin import NewPartitions as KpNewPartitions
 from kafka.protocol.admin import CreatePartitionsRequest, CreateTopicsRequest
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from tests.conftest import FAST
+from tests.support.wire import round_trip
 
 INVALID_REQUEST, INVALID_REPLICA_ASSIGNMENT, INVALID_PARTITIONS = 42, 39, 37
 Assignment = CreateTopicsRequest.CreatableTopic.CreatableReplicaAssignment

@@ -23,8 +23,8 @@ from kafka.protocol.admin import (
 )
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from tests.conftest import FAST
+from tests.support.wire import round_trip
 
 UNKNOWN_TOPIC_OR_PARTITION, INVALID_TOPIC_EXCEPTION, TOPIC_ALREADY_EXISTS = 3, 17, 36
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, INVALID_CONFIG = 37, 38, 40

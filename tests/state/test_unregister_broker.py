@@ -10,9 +10,9 @@ import socket
 from typing import Any
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from messages.registry import request_class
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 Unregister = request_class(64)

@@ -18,11 +18,11 @@ from opentelemetry.proto.metrics.v1 import metrics_pb2
 from opentelemetry.proto.resource.v1 import resource_pb2
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.uuids import uuid_string
+from tests.support.wire import round_trip
 
 GetTelemetrySubscriptionsRequest = request_class(ApiKey.GET_TELEMETRY_SUBSCRIPTIONS)
 PushTelemetryRequest = request_class(ApiKey.PUSH_TELEMETRY)

@@ -22,9 +22,9 @@ from kafka.protocol.producer import (
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from broker import MockCluster
-from broker.harness.wire import round_trip
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from tests.support.wire import round_trip
 
 
 class Wire:
