@@ -12,6 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from broker.config.broker_config import load_properties
+from broker.extras import MissingExtra
 from broker.startup import defer_kafka_package_init
 
 if TYPE_CHECKING:
@@ -147,12 +148,15 @@ def _run(args: argparse.Namespace) -> int:
 
     try:
         cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)
-    except ValueError as exc:
+    except (ValueError, MissingExtra) as exc:  # MissingExtra: the one line naming the extra
         log.error("%s", exc)
         return 2
     loop = new_event_loop()
     try:
         loop.run_until_complete(serve(cluster))
+    except MissingExtra as exc:
+        log.error("%s", exc)
+        return 2
     except OSError as exc:
         log.error("cannot start: %s", exc)
         return 1

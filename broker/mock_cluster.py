@@ -23,6 +23,7 @@ from broker.config.broker_config import (
     parse_endpoints,
 )
 from broker.config.dynamic import DynamicConfigStore, SqliteConfigStorage
+from broker.extras import require
 from broker.harness.conformance import ConformanceTracker
 from broker.harness.faults import FaultInjector
 from broker.harness.metrics_sink import MetricsSink
@@ -89,6 +90,13 @@ class MockCluster:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
         self.config = BrokerConfig({k: str(v) for k, v in (config or {}).items()})
+        # The optional features that are asked for fail (MissingExtra) before anything opens.
+        if self.config.get_int("admin.port") >= 0:
+            require("http")
+        if self.config.get_str("metrics.dir"):
+            require("metrics")
+        if self.config.get_bool("telemetry.enabled"):
+            require("telemetry")
         listeners = parse_endpoints(self.config.get_str("listeners")) or [Endpoint("PLAINTEXT", host, port)]
         for endpoint in listeners:
             protocol = self.config.security_protocol(endpoint.listener)

@@ -1,21 +1,24 @@
-# Shared by scripts/run and scripts/test: a project virtualenv with what setup.cfg pins.
-# Sourced, not executed. Installs only when setup.cfg changed since the last install.
+# Shared by scripts/run and scripts/test: a project virtualenv with the package installed
+# (editable) from pyproject.toml, every version pinned by constraints.txt.
+# Sourced, not executed. Installs only when the metadata or the pins changed since the
+# last install with the same extras.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${KAFKA_MOCK_VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
+# ensure_env EXTRAS: "" for the base install, else a comma-separated list ("http", "dev").
 ensure_env() {
-  local extras="$1" stamp
+  local extras="$1" stamp digest
   if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV"
   fi
-  local digest
-  digest="$(cat "$ROOT/setup.cfg" "$ROOT/pyproject.toml" | sha1sum | cut -c1-12)"
+  digest="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.cfg" "$ROOT/constraints.txt" | sha1sum | cut -c1-12)"
   stamp="$VENV/.installed-$digest-${extras:-base}"
-  # An install with the test extras also satisfies a plain one.
-  if [ ! -f "$stamp" ] && [ ! -f "$VENV/.installed-$digest-test" ]; then
+  # An install with the dev extra (everything) also satisfies any other.
+  if [ ! -f "$stamp" ] && [ ! -f "$VENV/.installed-$digest-dev" ]; then
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e "$ROOT${extras:+[$extras]}"
+    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+      -c "$ROOT/constraints.txt" -e "$ROOT${extras:+[$extras]}"
     touch "$stamp"
   fi
 }

@@ -29,17 +29,36 @@ report and `spark.follow` the streaming one (which reuses the report's page).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import sys
 from collections.abc import Sequence
 from urllib.parse import urlparse
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import SparkSession
+# The 'spark' extra. Without it this module still imports (its parsers, --help), and
+# main() says in one line what to install instead of a traceback.
+SPARK_EXTRA_MODULES = ("pyspark", "matplotlib", "pandas", "pyarrow")
+MISSING_SPARK_EXTRA = "kafka-mock-report needs the 'spark' extra: pip install 'kafka-mock-broker[spark]'"
 
-from spark import jobs
-from spark.follow import run_follow
-from spark.report import Progress, run_report
+try:
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import SparkSession
+
+    from spark import jobs
+    from spark.follow import run_follow
+    from spark.report import Progress, run_report
+except ImportError as exc:
+    if (exc.name or "").partition(".")[0] not in SPARK_EXTRA_MODULES:
+        raise
+
+
+def _spark_extra_missing() -> bool:
+    """Whether a module of the 'spark' extra is not installed (said, then exit 2)."""
+    for module in SPARK_EXTRA_MODULES:
+        if importlib.util.find_spec(module) is None:
+            print(MISSING_SPARK_EXTRA, file=sys.stderr)
+            return True
+    return False
 
 
 def _parse_conf(items: Sequence[str]) -> dict[str, str]:
@@ -160,11 +179,13 @@ def build_what_if_parser() -> argparse.ArgumentParser:
 
 def what_if_main(argv: Sequence[str]) -> int:
     """`kafka-mock-report what-if ...`."""
+    parser = build_what_if_parser()
+    args = parser.parse_args(argv)
+    if _spark_extra_missing():
+        return 2
     from spark.quota_replay import ProposalError
     from spark.what_if_job import load_config, run_what_if
 
-    parser = build_what_if_parser()
-    args = parser.parse_args(argv)
     try:
         jobs.parse_window(args.window)
         since = jobs.parse_time(args.since) if args.since else None
@@ -252,6 +273,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return what_if_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
+    if _spark_extra_missing():
+        return 2
     try:
         windows = jobs.parse_windows(args.window)
         since = jobs.parse_time(args.since) if args.since else None

@@ -20,11 +20,17 @@ import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, NoReturn, Protocol, TypeVar
 
-from aiohttp import web
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-from prometheus_client.metrics_core import Metric as PromMetric
-from prometheus_client.registry import Collector
+from broker.extras import raise_missing_extra
+
+try:
+    from aiohttp import web
+    from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+    from prometheus_client.metrics_core import Metric as PromMetric
+    from prometheus_client.registry import Collector
+except ImportError as exc:  # the 'http' extra is not installed: MissingExtra says so in one line
+    raise_missing_extra(exc, "http")
+    raise
 
 from broker.config.dynamic import ConfigError
 from broker.harness.conformance import ConformanceTracker

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.context import RequestContext
+from broker.extras import require
 from broker.pipeline import Observer
 from broker.telemetry.manager import TelemetryPush
 from messages.registry import api_name
@@ -431,6 +432,7 @@ class MetricsSink(ParquetTable, Observer):
         roll_ms: int = 10_000,
         buffer_rows: int = 400_000,
     ) -> None:
+        require("metrics")  # pyarrow: MissingExtra, not a traceback
         super().__init__(directory, arrow_schema(), roll_rows, roll_ms, buffer_rows, ROW_WIDTH)
         # The order requests finish in: a request records its quotas just before its
         # observers run, with nothing in between, so this is the order of the recordings.

@@ -15,6 +15,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from broker.extras import require
 from broker.telemetry.otlp import (
     ACCEPTED_COMPRESSION,
     ZSTD,
@@ -111,6 +112,9 @@ class ClientMetricsManager:
         max_bytes: Callable[[], int],
         clock: Callable[[], float] = lambda: time.time() * 1000,
     ) -> None:
+        # Pushed metrics are read with OpenTelemetry's classes: without them the broker
+        # would accept every push and read none, so telemetry.enabled fails at start instead.
+        require("telemetry")
         self.subscriptions = subscriptions
         self.max_bytes = max_bytes  # telemetry.max.bytes, read when used (it is dynamic)
         self.clock = clock
