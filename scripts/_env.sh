@@ -16,9 +16,16 @@ ensure_env() {
   stamp="$VENV/.installed-$digest-${extras:-base}"
   # An install with the dev extra (everything) also satisfies any other.
   if [ ! -f "$stamp" ] && [ ! -f "$VENV/.installed-$digest-dev" ]; then
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
-    "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-      -c "$ROOT/constraints.txt" -e "$ROOT${extras:+[$extras]}"
+    # pip's and the build backend's chatter goes to a log, shown only when the install fails.
+    local log="$VENV/install.log"
+    echo "installing kafka-mock-broker${extras:+[$extras]} into $VENV (pins: constraints.txt)" >&2
+    if ! { "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip \
+      && "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        -c "$ROOT/constraints.txt" -e "$ROOT${extras:+[$extras]}"; } >"$log" 2>&1; then
+      cat "$log" >&2
+      echo "install failed (log: $log)" >&2
+      return 1
+    fi
     touch "$stamp"
   fi
 }
