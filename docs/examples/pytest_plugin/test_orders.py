@@ -1,6 +1,9 @@
 """Tests of an application against the mock broker, with the plugin's fixtures. Installing
 kafka-mock-broker registers the plugin: no conftest.py is needed."""
 
+import json
+import urllib.request
+
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
@@ -49,3 +52,25 @@ def test_broker_down(kafka_cluster_session):  # a stopped broker is started agai
 
 def test_broker_is_back(kafka_cluster_session):
     assert all(b["up"] for b in kafka_cluster_session.describe()["brokers"])
+
+
+@pytest.mark.kafka_cluster(
+    config={
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "admin.port": 0,  # the HTTP control plane on a free port (the `http` extra)
+    }
+)
+def test_sasl_user_and_http(kafka_cluster):  # any broker config goes in the marker
+    kafka_cluster.credentials.upsert_user("alice", "alice-secret")
+    producer = KafkaProducer(
+        bootstrap_servers=kafka_cluster.bootstrap_for("SASL_PLAINTEXT"),
+        security_protocol="SASL_PLAINTEXT",
+        sasl_mechanism="SCRAM-SHA-256",
+        sasl_plain_username="alice",
+        sasl_plain_password="alice-secret",
+    )
+    producer.send("orders", b"from alice").get(timeout=10)
+    producer.close()
+    url = f"http://127.0.0.1:{kafka_cluster.admin.port}/v1/requests?api_key=0"
+    with urllib.request.urlopen(url) as answer:
+        assert [r["principal"] for r in json.load(answer)] == ["User:alice"]
