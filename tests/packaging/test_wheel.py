@@ -28,11 +28,30 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("broker", "protocol", "messages", "quotas", "spark")
 DEVELOPMENT_MODULES = ("fuzzing.py", "process.py", "wire.py", "clients.py")
-# Not part of a checkout a user builds from (caches, environments, build output).
-COPY_IGNORE = shutil.ignore_patterns(
-    ".git", ".venv", "venv", "__pycache__", "*.pyc", "*.egg-info", "build", "dist", "site",
-    ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis", "node_modules", "target",
-)  # fmt: skip
+# Not part of a checkout a user builds from: environments, caches and build output at the
+# top, and caches anywhere.
+TOP_IGNORED = {
+    ".git",
+    ".venv",
+    "build",
+    "dist",
+    "site",
+    "state",
+    "metrics",
+    ".hypothesis",
+    ".mypy_cache",
+    ".ruff_cache",
+}
+ANYWHERE_IGNORED = shutil.ignore_patterns(
+    "__pycache__", "*.pyc", "*.egg-info", ".pytest_cache", "node_modules"
+)
+
+
+def _ignored(directory: str, names: list[str]) -> set[str]:
+    top = TOP_IGNORED.intersection(names) if Path(directory) == ROOT else set()
+    return top | ANYWHERE_IGNORED(directory, names)
+
+
 OPTIONAL = ("pyarrow", "aiohttp", "prometheus_client", "opentelemetry", "google.protobuf", "pyspark")
 
 
@@ -73,7 +92,7 @@ def _check(result: subprocess.CompletedProcess[str], what: str) -> str:
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     base = tmp_path_factory.mktemp("packaging")
     source = base / "source"
-    shutil.copytree(ROOT, source, ignore=COPY_IGNORE, symlinks=True)
+    shutil.copytree(ROOT, source, ignore=_ignored, symlinks=True)
     dist = base / "dist"
     build = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(dist), str(source)],
