@@ -40,6 +40,13 @@ def topics(request: str, response: str, inner: Level | None = None, *keys: tuple
 PARTITIONS = Level(("partitions",), "partitions", (("partition_index", "partition_index"),))
 
 
+def config_resources(response: str) -> Level:
+    """The config resources of DescribeConfigs, AlterConfigs and IncrementalAlterConfigs."""
+    return Level(
+        ("resources",), response, (("resource_type", "resource_type"), ("resource_name", "resource_name"))
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorResponse:
     """How an API's error response is shaped, as its handler module declares it
@@ -48,6 +55,14 @@ class ErrorResponse:
     `AbstractRequest.getErrorResponse`)."""
 
     by_version: tuple[tuple[int, Level | None], ...]
+    # From this version on the error response is the top-level error code alone, although
+    # faults may still select entries of the level (FetchRequest.getErrorResponse, v13+).
+    top_level_only_from: int | None = None
+
+    def __post_init__(self) -> None:
+        firsts = [first for first, _ in self.by_version]
+        if not firsts or firsts[0] != 0 or firsts != sorted(set(firsts)):
+            raise ValueError(f"by_version must start at version 0 and ascend: {firsts}")
 
     def level(self, version: int) -> Level | None:
         found: Level | None = None
@@ -57,9 +72,10 @@ class ErrorResponse:
         return found
 
 
-def mirrors(level: Level) -> ErrorResponse:
-    """Every version answers each entry of `level` with the error."""
-    return ErrorResponse(((0, level),))
+def mirrors(level: Level, top_level_only_from: int | None = None) -> ErrorResponse:
+    """Every version answers each entry of `level` with the error (up to
+    `top_level_only_from`, where the top-level error code alone answers)."""
+    return ErrorResponse(((0, level),), top_level_only_from)
 
 
 def by_version(*shapes: tuple[int, Level | None]) -> ErrorResponse:
@@ -75,10 +91,12 @@ _DECLARED: dict[int, ErrorResponse] = {}
 
 
 def declare(api_key: int, shape: ErrorResponse) -> None:
+    """Records the shape an API's handler module declares (called by broker.handlers)."""
     _DECLARED[api_key] = shape
 
 
 def level_for(api_key: int, version: int) -> Level | None:
+    """The entries an error answers one by one in this API version, if any."""
     shape = _DECLARED.get(api_key)
     return shape.level(version) if shape is not None else None
 
@@ -197,9 +215,9 @@ def error_response(ctx: RequestContext, code: int) -> Any | None:
     top_level = has_field(response, "error_code")
     if top_level:
         response.error_code = code
-    level = level_for(ctx.api_key, ctx.api_version)
-    if level is None or (ctx.api_key == ApiKey.FETCH and ctx.api_version >= 13):
-        # Fetch v13+: the top-level error alone, no partitions (FetchRequest.getErrorResponse).
+    shape = _DECLARED.get(ctx.api_key)
+    level = shape.level(ctx.api_version) if shape is not None else None
+    if level is None or (shape is not None and ctx.api_version >= (shape.top_level_only_from or 1 << 15)):
         return response if top_level else None
     return add_errors(response, level, [(entry, None) for entry in entries_of(level, request)], code)
 

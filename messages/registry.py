@@ -10,8 +10,9 @@ import warnings
 from typing import Any
 
 # kafka-python 3.0 reads each class's JSON schema with importlib.resources.read_text, which
-# Python 3.11 and 3.12 deprecate: a DeprecationWarning per message class (~130) in every
-# pytest run that loads the broker. Ignored here, around the loading, and nowhere else.
+# Python 3.11 and 3.12 deprecate: a DeprecationWarning per message class. Ignored around
+# the loading here, for the bundled schemas too (broker/kafka_warnings.py does the same
+# for kafka's modules whoever imports them first).
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", r".* is deprecated\. Use files\(\) instead", DeprecationWarning)
     import kafka.protocol.admin  # noqa: F401  (imported for the classes it registers)

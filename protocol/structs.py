@@ -47,7 +47,8 @@ def _maker(cls: type, version: int) -> Callable[..., Any]:
     if issubclass(cls, ApiMessage):
         body.append("obj._header = obj._min_version = obj._max_version = None")
     body.append("return obj")
-    source = f"def make(*, {', '.join(params)}):\n" + "\n".join(f"    {line}" for line in body)
+    signature = f"*, {', '.join(params)}" if params else ""  # a struct may have no fields
+    source = f"def make({signature}):\n" + "\n".join(f"    {line}" for line in body)
     exec(source, scope)  # noqa: S102 - names are checked identifiers, values go through scope
     maker: Callable[..., Any] = scope["make"]
     _MAKERS[(cls, version)] = maker

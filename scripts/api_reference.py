@@ -42,6 +42,8 @@ def _error_shape(spec: HandlerSpec) -> str:
             else f"each entry of `{'`/`'.join(level.request)}` answered in `{level.response}`"
         )
         parts.append(f"v{first}+: {what}" if len(spec.error_response.by_version) > 1 else what)
+    if spec.error_response.top_level_only_from is not None:
+        parts.append(f"v{spec.error_response.top_level_only_from}+: the top-level error code alone")
     return "; ".join(parts)
 
 
@@ -60,7 +62,7 @@ def _authorization(spec: HandlerSpec) -> str:
 def render_api_reference() -> str:
     served = sorted(HANDLERS.values(), key=lambda spec: spec.api_key)
     lines = [
-        "<!-- Generated from the handler modules by scripts/gen_reference.py: do not edit. -->",
+        "<!-- Generated from broker/handlers by scripts/gen_reference.py: do not edit by hand; run scripts/gen_reference.py. -->",
         "",
         "# APIs",
         "",
@@ -74,8 +76,9 @@ def render_api_reference() -> str:
         "|---:|---|---|---|",
     ]
     for spec in served:
-        enabled = "always" if spec.enabled is ALWAYS else spec.enabled.summary
-        lines.append(f"| {spec.api_key} | [{spec.name}](#{_anchor(spec)}) | {_versions(spec)} | {enabled} |")
+        lines.append(
+            f"| {spec.api_key} | [{spec.name}](#{_anchor(spec)}) | {_versions(spec)} | {spec.enabled.summary} |"
+        )
     lines += [
         "",
         "## Not served",
@@ -87,6 +90,8 @@ def render_api_reference() -> str:
         "|---:|---|---|",
     ]
     for key, what in sorted(CLIENT_APIS_NOT_SERVED.items()):
+        if key in HANDLERS:  # served now: its section below says so
+            continue
         name = "".join(word.capitalize() for word in key.name.split("_"))
         lines.append(f"| {int(key)} | {name} | {what} |")
     for spec in served:

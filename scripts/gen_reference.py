@@ -1,8 +1,7 @@
 """Writes the reference pages of the documentation site from the code, so that they cannot
 drift from it: the broker, topic and group config tables, the command lines (argparse),
 the HTTP control plane (its routes and their handlers' docstrings), the Prometheus metric
-families, the metrics Parquet schema and, when scripts/api_reference.py is there, the API
-table.
+families, the metrics Parquet schema and (through scripts/api_reference.py) the APIs.
 
     scripts/gen_reference.py          rewrite docs/reference/*.md
     scripts/gen_reference.py --check  exit 1 naming every page that differs from the code
@@ -13,7 +12,6 @@ tests/docs/test_reference.py runs the check; scripts/docs runs it before buildin
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import inspect
 import os
 import re
@@ -571,9 +569,8 @@ def pages() -> dict[str, Callable[[], str]]:
         "http-api.md": render_http_api,
         "prometheus-metrics.md": render_prometheus_metrics,
         "parquet-schema.md": render_parquet_schema,
+        "apis.md": render_apis,
     }
-    if importlib.util.find_spec("api_reference") is not None:
-        found["apis.md"] = render_apis
     return found
 
 

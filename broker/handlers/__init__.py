@@ -12,22 +12,30 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Mapping
+from types import ModuleType
 
 from broker.error_responses import declare
-from broker.handlers.spec import ConfigView, HandlerSpec, spec_of
+from broker.handlers.spec import ConfigView, HandlerSpec, IncompleteHandler, spec_of
 from broker.security.authorization import Check
 
 
-def _handler_modules() -> list[object]:
+def handler_modules() -> list[ModuleType]:
+    """The modules of this package that serve an API (those with an `API_KEY`)."""
     modules = (importlib.import_module(f"{__name__}.{info.name}") for info in pkgutil.iter_modules(__path__))
     return [module for module in modules if hasattr(module, "API_KEY")]
 
 
-HANDLERS: dict[int, HandlerSpec] = dict(
-    sorted((spec.api_key, spec) for spec in map(spec_of, _handler_modules()))  # type: ignore[arg-type]
-)
-for _spec in HANDLERS.values():
-    declare(_spec.api_key, _spec.error_response)
+def _table() -> dict[int, HandlerSpec]:
+    table: dict[int, HandlerSpec] = {}
+    for spec in sorted(map(spec_of, handler_modules()), key=lambda spec: spec.api_key):
+        if spec.api_key in table:
+            raise IncompleteHandler(f"two handler modules serve API key {spec.api_key} ({spec.name})")
+        table[spec.api_key] = spec
+        declare(spec.api_key, spec.error_response)
+    return table
+
+
+HANDLERS: dict[int, HandlerSpec] = _table()
 
 
 def enabled_handlers(config: ConfigView) -> dict[int, HandlerSpec]:

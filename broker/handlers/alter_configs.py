@@ -7,7 +7,7 @@ from typing import Any
 
 from broker.config.dynamic import SET, Alteration, ConfigOp
 from broker.context import RequestContext
-from broker.error_responses import Level, mirrors
+from broker.error_responses import config_resources, mirrors
 from broker.handlers.incremental_alter_configs import alter
 from broker.handlers.spec import ALWAYS
 from broker.security.authorization import by_handler
@@ -17,11 +17,7 @@ API_KEY = ApiKey.ALTER_CONFIGS
 VERSIONS = (0, 2)
 AUTHORIZATION = by_handler("ALTER_CONFIGS on the cluster (broker resources) or on each topic or group")
 ENABLED = ALWAYS
-ERROR_RESPONSE = mirrors(
-    Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    )
-)
+ERROR_RESPONSE = mirrors(config_resources("responses"))
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:

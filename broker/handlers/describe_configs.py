@@ -23,7 +23,7 @@ from broker.config.topic_configs import (
     TYPE_CODES,
 )
 from broker.context import RequestContext
-from broker.error_responses import Level, mirrors
+from broker.error_responses import config_resources, mirrors
 from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorization import by_handler
@@ -37,9 +37,7 @@ API_KEY = ApiKey.DESCRIBE_CONFIGS
 VERSIONS = (1, 4)
 AUTHORIZATION = by_handler("DESCRIBE_CONFIGS on the cluster (broker resources) or on each topic or group")
 ENABLED = ALWAYS
-ERROR_RESPONSE = mirrors(
-    Level(("resources",), "results", (("resource_type", "resource_type"), ("resource_name", "resource_name")))
-)
+ERROR_RESPONSE = mirrors(config_resources("results"))
 TOPIC = 2
 BROKER = 4
 Result = DescribeConfigsResponse.DescribeConfigsResult

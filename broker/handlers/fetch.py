@@ -54,7 +54,8 @@ ERROR_RESPONSE = mirrors(
         Level(("partitions",), "partitions", (("partition_index", "partition"),)),
         ("topic", "topic"),
         ("topic_id", "topic_id"),
-    )
+    ),
+    top_level_only_from=13,  # FetchRequest.getErrorResponse: no partitions from v13 on
 )
 NOT_IMPLEMENTED = (
     "Fetch sessions (KIP-227): every session is declined with session id 0, as a broker whose session cache is full declines it, so clients send full fetches.",

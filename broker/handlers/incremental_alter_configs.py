@@ -16,7 +16,7 @@ from typing import Any
 from broker.config.dynamic import BROKER, Alteration, ConfigError, ConfigOp
 from broker.config.group_configs import GROUP
 from broker.context import RequestContext
-from broker.error_responses import Level, mirrors
+from broker.error_responses import config_resources, mirrors
 from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorization import by_handler
@@ -30,11 +30,7 @@ API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 VERSIONS = (0, 1)
 AUTHORIZATION = by_handler("ALTER_CONFIGS on the cluster (broker resources) or on each topic or group")
 ENABLED = ALWAYS
-ERROR_RESPONSE = mirrors(
-    Level(
-        ("resources",), "responses", (("resource_type", "resource_type"), ("resource_name", "resource_name"))
-    )
-)
+ERROR_RESPONSE = mirrors(config_resources("responses"))
 # ControllerApis answers `new ApiError(error)`, which carries the error's default message.
 CLUSTER_REFUSED = ConfigError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
 TOPIC_REFUSED = ConfigError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")

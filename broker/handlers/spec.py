@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Protocol
 
+from broker.context import RequestContext
 from broker.error_responses import ErrorResponse
 from broker.security.authorization import Authorization
 from messages.registry import api_name
@@ -35,6 +36,8 @@ REQUIRED = ("API_KEY", "VERSIONS", "AUTHORIZATION", "ENABLED", "ERROR_RESPONSE",
 
 
 class ConfigView(Protocol):
+    """What an `Enablement` reads: the broker's effective config."""
+
     def get_str(self, name: str) -> str: ...
 
     def get_bool(self, name: str) -> bool: ...
@@ -67,7 +70,9 @@ WITH_TELEMETRY = Enablement(
 
 @dataclass(frozen=True, slots=True)
 class HandlerSpec:
-    handler: Callable[[Any, Any], Any]
+    """One API as the broker serves it: its handler and its module's declarations."""
+
+    handler: Callable[[RequestContext, Any], Any]
     min_version: int
     max_version: int
     api_key: int

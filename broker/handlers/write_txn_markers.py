@@ -25,7 +25,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.WRITE_TXN_MARKERS
-VERSIONS = (1, 2)
+VERSIONS = (1, 2)  # v0 is gone from Kafka 4.0
 AUTHORIZATION = by_handler("CLUSTER_ACTION on the cluster")
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL

@@ -11,6 +11,7 @@ answers are per resource, through `Authorizer.authorize_cluster`), or nothing is
 The stage is an interceptor registered only when an authorizer is configured (a broker
 without one pays nothing).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -70,10 +71,14 @@ class Authorization:
     check: Check | None = None
     by_handler: bool = False
 
+    def __post_init__(self) -> None:
+        if self.check is not None and self.by_handler:
+            raise ValueError("an API is checked by the pipeline or by its handler, not both")
+
 
 def by_handler(summary: str) -> Authorization:
     """The handler checks `summary` itself (answers that are per resource)."""
-    return Authorization(summary, None, True)
+    return Authorization(summary, by_handler=True)
 
 
 NOT_CHECKED = Authorization("none: Kafka checks no ACL for it")
@@ -125,8 +130,8 @@ def _refuse_entries(
 
 
 def per_topic(operation: Operation) -> Check:
-    """Produce, Fetch, ListOffsets, DeleteTopics, CreatePartitions, DescribeProducers:
-    each topic needs `operation`, else TOPIC_AUTHORIZATION_FAILED."""
+    """Each topic the request names needs `operation`; the others are served and those
+    answered TOPIC_AUTHORIZATION_FAILED."""
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
         level = level_for(ctx.api_key, ctx.api_version)
@@ -152,7 +157,7 @@ def per_topic(operation: Operation) -> Check:
 
 
 def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.group_id) -> Check:
-    """JoinGroup, SyncGroup, Heartbeat, LeaveGroup: the whole request needs the group."""
+    """The whole request needs `operation` on its group, else GROUP_AUTHORIZATION_FAILED."""
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
         if not access.allows(operation, GROUP, group_of(request)):
@@ -163,7 +168,8 @@ def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.
 
 
 def per_group(operation: Operation) -> Check:
-    """DescribeGroups, DeleteGroups: each group named needs `operation`."""
+    """Each group the request names needs `operation`; the others are answered
+    GROUP_AUTHORIZATION_FAILED."""
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
         return _refuse_entries(
@@ -468,7 +474,9 @@ OFFSET_FETCH = Authorization(
     "DESCRIBE on the group, DESCRIBE on each topic (a listing leaves the others out)", _offset_fetch
 )
 FIND_COORDINATOR = Authorization("DESCRIBE on each group or transactional id", _find_coordinator)
-LIST_GROUPS = Authorization("DESCRIBE on the cluster, else only groups with DESCRIBE are listed", _list_groups)
+LIST_GROUPS = Authorization(
+    "DESCRIBE on the cluster, else only groups with DESCRIBE are listed", _list_groups
+)
 ELECT_LEADERS = Authorization("ALTER on the cluster", _elect_leaders)
 CONSUMER_GROUP_HEARTBEAT = Authorization(
     "READ on the group, DESCRIBE on each subscribed topic name", _consumer_group_heartbeat
@@ -482,7 +490,9 @@ ADD_PARTITIONS_TO_TXN = Authorization(
     "WRITE on the transactional id and each topic (v4+, the brokers' form: CLUSTER_ACTION on the cluster)",
     _add_partitions_to_txn,
 )
-ADD_OFFSETS_TO_TXN = Authorization("WRITE on the transactional id, READ on the group", on_transaction(_txn_group))
+ADD_OFFSETS_TO_TXN = Authorization(
+    "WRITE on the transactional id, READ on the group", on_transaction(_txn_group)
+)
 END_TXN = Authorization("WRITE on the transactional id", on_transaction())
 TXN_OFFSET_COMMIT = Authorization(
     "WRITE on the transactional id, READ on the group and each topic", on_transaction(_txn_group)

@@ -6,27 +6,21 @@ leaving it unchecked too."""
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-import broker.handlers
 from broker import MockCluster
 from broker.error_responses import ErrorResponse, has_field
-from broker.handlers import HANDLERS, enabled_handlers, pipeline_checks
+from broker.handlers import HANDLERS, enabled_handlers, handler_modules, pipeline_checks
 from broker.handlers.spec import REQUIRED, Enablement, IncompleteHandler, spec_of
-from broker.security.authorization import NOT_CHECKED, Authorization
+from broker.security.authorization import NOT_CHECKED, Authorization, AuthorizationStage
 from messages.registry import request_class, response_class, schema_versions
 from protocol.api_keys import ApiKey
 from protocol.structs import new
 
-MODULES = [
-    importlib.import_module(f"broker.handlers.{info.name}") for info in pkgutil.iter_modules(broker.handlers.__path__)
-]
-HANDLER_MODULES = [module for module in MODULES if hasattr(module, "API_KEY")]
+HANDLER_MODULES = handler_modules()
 # The APIs Kafka serves to any principal (KafkaApis checks no ACL before answering them).
 UNCHECKED_IN_KAFKA = {
     ApiKey.API_VERSIONS,
@@ -104,9 +98,14 @@ def test_a_module_missing_a_declaration_is_refused() -> None:
         spec_of(incomplete)
 
 
-def test_the_authorization_stage_runs_every_pipeline_check() -> None:
-    checks = pipeline_checks(HANDLERS)
-    assert set(checks) == {k for k, s in HANDLERS.items() if s.authorization.check is not None}
+def test_a_secured_broker_runs_every_declared_pipeline_check() -> None:
+    config = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=config) as cluster:
+        broker = cluster.brokers[0]
+        (stage,) = [i for i in broker.pipeline.interceptors if isinstance(i, AuthorizationStage)]
+        served = enabled_handlers(broker.config)
+        assert stage.checks == pipeline_checks(served)
+        assert set(stage.checks) == {k for k, s in served.items() if s.authorization.check is not None}
 
 
 def test_enablement_follows_the_config() -> None:

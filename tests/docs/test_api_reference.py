@@ -11,6 +11,7 @@ import pytest
 from kafka import KafkaAdminClient
 
 from broker import MockCluster
+from broker.handlers.spec import ALWAYS, WITH_CONSUMER_PROTOCOL, WITH_TELEMETRY
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "reference" / "apis.md"
 ROW = re.compile(r"^\| (\d+) \| \[(\w+)\]\(#\w+\) \| (\d+)(?:-(\d+))? \| (.+) \|$")
@@ -39,10 +40,10 @@ def advertised(config: dict[str, str]) -> dict[int, tuple[int, int]]:
 @pytest.mark.parametrize(
     ("config", "optional_served"),
     [
-        ({}, {'when group.coordinator.rebalance.protocols includes "consumer" (the default)'}),
+        ({}, {WITH_CONSUMER_PROTOCOL.summary}),
         (
             {"group.coordinator.rebalance.protocols": "classic", "telemetry.enabled": "true"},
-            {"when telemetry.enabled=true"},
+            {WITH_TELEMETRY.summary},
         ),
     ],
     ids=["default", "classic-and-telemetry"],
@@ -55,6 +56,6 @@ def test_the_api_table_is_what_a_running_broker_advertises(
     expected = {
         key: (low, high)
         for key, (low, high, served) in rows.items()
-        if served == "always" or served in optional_served
+        if served == ALWAYS.summary or served in optional_served
     }
     assert advertised(config) == expected

@@ -75,7 +75,7 @@ def test_the_readme_links_lead_to_pages_that_exist() -> None:
 
 
 def documents() -> list[Path]:
-    found = [README] + sorted(p for p in DOCS.rglob("*") if p.is_file())
+    found = [README, README.parent / "CONTRIBUTING.md"] + sorted(p for p in DOCS.rglob("*") if p.is_file())
     return [
         p for p in found if p.suffix in (".md", ".py", ".sh", ".txt", ".json", ".yml", ".yaml", ".properties")
     ]
@@ -106,3 +106,17 @@ def test_no_document_carries_development_history() -> None:
         for number, text, what in history_in(path.read_text(errors="replace")):
             found.append(f"{path.relative_to(ROOT)}:{number}: {text!r} looks like {what}")
     assert not found, "development history in the documentation:\n" + "\n".join(found)
+
+
+def test_the_clients_table_names_the_pinned_versions() -> None:
+    """README's "Tested with" table says the versions constraints.txt pins."""
+    pins = dict(
+        line.split("==", 1)
+        for line in (README.parent / "constraints.txt").read_text().splitlines()
+        if "==" in line and not line.startswith("#")
+    )
+    pins = {name.strip().lower(): version.split(";")[0].strip() for name, version in pins.items()}
+    table = README.read_text().split("## Tested with", 1)[1].split("\n## ", 1)[0]
+    for client in ("kafka-python", "aiokafka", "confluent-kafka"):
+        row = next(line for line in table.splitlines() if line.startswith(f"| {client}"))
+        assert f"| {pins[client]}" in row, (row, pins[client])

@@ -12,6 +12,8 @@ from kafka.protocol.admin import DescribeClientQuotasResponse
 from kafka.protocol.metadata import MetadataResponse
 from kafka.protocol.producer import ProduceResponse
 
+from messages.registry import request_class
+from protocol.api_keys import ApiKey
 from protocol.structs import maker, new
 
 Topic = MetadataResponse.MetadataResponseTopic
@@ -168,3 +170,12 @@ def test_a_versioned_maker_builds_what_the_constructor_builds(cls: type, fields:
         assert _slots(built) == _slots(expected), version
         assert built.to_dict(meta="all", json=False) == expected.to_dict(meta="all", json=False)
         assert _slots(new(cls, version, **fields)) == _slots(expected)
+
+
+def test_a_message_without_fields_is_made_and_encodes_empty() -> None:
+    """ListConfigResources v0's request has no fields: `new` makes it (it built a
+    `def make(*, )` and raised SyntaxError) and it encodes as Kafka's empty body."""
+    request = new(request_class(ApiKey.LIST_CONFIG_RESOURCES), 0)
+    assert bytes(request.encode(version=0)) == bytes(
+        request_class(ApiKey.LIST_CONFIG_RESOURCES)().encode(version=0)
+    )

@@ -1,0 +1,106 @@
+"""What each handler module declares about authorization is what a principal without ACLs
+meets: under StandardAuthorizer with no bindings, the APIs whose check does not depend on
+the resources a request names refuse even an empty request, in every advertised version,
+whether the pipeline's stage or the handler does the checking. (The per-resource checks
+are tested with named topics, groups and transactional ids in test_authorization.py.)"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from broker import MockCluster
+from broker.handlers import HANDLERS
+from messages.registry import request_class
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.structs import new
+from tests.support.wire import round_trip
+
+STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CLUSTER, GROUP, TXN = (
+    ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED,
+    ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+)
+# The refusal an empty request gets from a principal with no ACLs.
+REFUSED = {
+    ApiKey.JOIN_GROUP: GROUP,
+    ApiKey.HEARTBEAT: GROUP,
+    ApiKey.LEAVE_GROUP: GROUP,
+    ApiKey.SYNC_GROUP: GROUP,
+    ApiKey.OFFSET_DELETE: GROUP,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: GROUP,
+    ApiKey.INIT_PRODUCER_ID: TXN,
+    ApiKey.ADD_OFFSETS_TO_TXN: TXN,
+    ApiKey.END_TXN: TXN,
+    ApiKey.ELECT_LEADERS: CLUSTER,
+    ApiKey.DESCRIBE_LOG_DIRS: CLUSTER,
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: CLUSTER,
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: CLUSTER,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: CLUSTER,
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: CLUSTER,
+    ApiKey.DESCRIBE_QUORUM: CLUSTER,
+    ApiKey.UPDATE_FEATURES: CLUSTER,
+    ApiKey.UNREGISTER_BROKER: CLUSTER,
+    ApiKey.LIST_CONFIG_RESOURCES: CLUSTER,
+    ApiKey.ADD_RAFT_VOTER: CLUSTER,
+    ApiKey.REMOVE_RAFT_VOTER: CLUSTER,
+}
+
+
+def error_codes(message: Any) -> set[int]:
+    """Every error code anywhere in a decoded response."""
+    found: set[int] = set()
+    if isinstance(message, list | tuple):
+        for item in message:
+            found |= error_codes(item)
+        return found
+    for name in getattr(type(message), "fields", None) or {}:
+        value = getattr(message, name, None)
+        if name.endswith("error_code") and isinstance(value, int):
+            found.add(value)
+        elif isinstance(value, list | tuple) or hasattr(type(value), "fields"):
+            found |= error_codes(value)
+    return found
+
+
+@pytest.fixture(scope="module")
+def secured() -> Iterator[MockCluster]:
+    with MockCluster(brokers=1, config={"authorizer.class.name": STANDARD}) as cluster:
+        yield cluster
+
+
+# Versions whose response has no top-level error code: an empty request has nothing to
+# refuse (Kafka answers it with empty results too).
+FIRST_WITH_TOP_LEVEL_ERROR = {ApiKey.DESCRIBE_LOG_DIRS: 3, ApiKey.ELECT_LEADERS: 1}
+CASES = [
+    (key, version)
+    for key in sorted(REFUSED)
+    for version in range(
+        max(HANDLERS[key].min_version, FIRST_WITH_TOP_LEVEL_ERROR.get(key, 0)), HANDLERS[key].max_version + 1
+    )
+]
+
+
+@pytest.mark.parametrize(("api_key", "version"), CASES, ids=[f"{ApiKey(k).name}-v{v}" for k, v in CASES])
+def test_a_principal_without_acls_is_refused(secured: MockCluster, api_key: int, version: int) -> None:
+    authorization = HANDLERS[api_key].authorization
+    assert authorization.check is not None or authorization.by_handler
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        response = round_trip(sock, new(request_class(api_key), version), 1, "no-acls", version)
+    body = response[1] if isinstance(response, tuple) else response
+    assert REFUSED[api_key] in error_codes(body)
+
+
+def test_an_unchecked_api_is_answered_without_acls(secured: MockCluster) -> None:
+    """ApiVersions is declared NOT_CHECKED, as in Kafka: a principal without ACLs gets it."""
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        response = round_trip(sock, new(request_class(ApiKey.API_VERSIONS), 3), 1, "no-acls", 3)
+    body = response[1] if isinstance(response, tuple) else response
+    assert body.error_code == ErrorCode.NONE and len(body.api_keys) == len(HANDLERS) - 2  # no telemetry
