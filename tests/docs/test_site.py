@@ -109,7 +109,7 @@ def test_no_document_carries_development_history() -> None:
 
 
 def test_the_clients_table_names_the_pinned_versions() -> None:
-    """README's "Tested with" table says the versions constraints.txt pins."""
+    """README's "Tested with" table says the versions constraints.txt and the pom pin."""
     pins = dict(
         line.split("==", 1)
         for line in (README.parent / "constraints.txt").read_text().splitlines()
@@ -117,6 +117,8 @@ def test_the_clients_table_names_the_pinned_versions() -> None:
     )
     pins = {name.strip().lower(): version.split(";")[0].strip() for name, version in pins.items()}
     table = README.read_text().split("## Tested with", 1)[1].split("\n## ", 1)[0]
-    for client in ("kafka-python", "aiokafka", "confluent-kafka"):
-        row = next(line for line in table.splitlines() if line.startswith(f"| {client}"))
+    pom = (README.parent / "tests" / "java" / "pom.xml").read_text()
+    pins["java: org.apache.kafka:kafka-clients"] = pom.split("<kafka.version>")[1].split("<")[0]
+    for client in ("kafka-python", "aiokafka", "confluent-kafka", "java: org.apache.kafka:kafka-clients"):
+        row = next(line for line in table.splitlines() if line.lower().startswith(f"| {client}"))
         assert f"| {pins[client]}" in row, (row, pins[client])

@@ -1,0 +1,138 @@
+package mockbroker;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.TreeMap;
+import java.util.concurrent.Future;
+
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.Metric;
+import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * What the Java client (org.apache.kafka:kafka-clients) does against the broker, driven by
+ * tests/java/test_java_clients.py. Each mode prints one line of JSON the test asserts on.
+ *
+ * <pre>
+ * produce-consume BOOTSTRAP TOPIC CODEC COUNT GROUP_PROTOCOL
+ *     an idempotent acks=all producer sends COUNT keyed records compressed with CODEC, then a
+ *     consumer in a new group (group.protocol=GROUP_PROTOCOL) reads them back and commits
+ * throttled BOOTSTRAP TOPIC MILLIS
+ *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
+ *     produce-throttle-time metrics
+ * </pre>
+ */
+public final class JavaClients {
+    private JavaClients() {}
+
+    public static void main(String[] args) throws Exception {
+        switch (args[0]) {
+            case "produce-consume" -> produceConsume(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
+            case "throttled" -> throttled(args[1], args[2], Long.parseLong(args[3]));
+            default -> throw new IllegalArgumentException("unknown mode " + args[0]);
+        }
+    }
+
+    private static Properties producerConfig(String bootstrap) {
+        Properties config = new Properties();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        config.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        return config;
+    }
+
+    private static void produceConsume(String bootstrap, String topic, String codec, int count, String groupProtocol)
+            throws Exception {
+        Properties config = producerConfig(bootstrap);
+        config.put(ProducerConfig.ACKS_CONFIG, "all");
+        config.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+        config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+        config.put(ProducerConfig.LINGER_MS_CONFIG, "5");
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "java-producer");
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
+            for (int i = 0; i < count; i++) {
+                sent.add(producer.send(new ProducerRecord<>(topic, "key-" + i, "value-" + i)));
+            }
+            producer.flush();
+        }
+        Map<Integer, Long> lastOffsets = new TreeMap<>();
+        for (Future<RecordMetadata> future : sent) {
+            RecordMetadata metadata = future.get();
+            lastOffsets.merge(metadata.partition(), metadata.offset(), Math::max);
+        }
+
+        Properties consumerConfig = new Properties();
+        consumerConfig.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        consumerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, "java-" + groupProtocol + "-" + topic);
+        consumerConfig.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
+        consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        consumerConfig.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        consumerConfig.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        consumerConfig.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int consumed = 0;
+        boolean matching = true;
+        long deadline = System.currentTimeMillis() + 60_000;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerConfig)) {
+            consumer.subscribe(List.of(topic));
+            while (consumed < count && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(500))) {
+                    String index = record.key().substring("key-".length());
+                    matching &= record.value().equals("value-" + index);
+                    consumed++;
+                }
+            }
+            consumer.commitSync();
+        }
+        System.out.printf(
+                "{\"produced\": %d, \"consumed\": %d, \"matching\": %b, \"partitions\": %d, \"last_offsets\": %s}%n",
+                sent.size(), consumed, matching, lastOffsets.size(), json(lastOffsets));
+    }
+
+    private static void throttled(String bootstrap, String topic, long millis) throws Exception {
+        Properties config = producerConfig(bootstrap);
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "java-loader");
+        config.put(ProducerConfig.ACKS_CONFIG, "1");
+        String value = "x".repeat(100_000);
+        long sentBytes = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
+            long end = System.currentTimeMillis() + millis;
+            while (System.currentTimeMillis() < end) {
+                producer.send(new ProducerRecord<>(topic, value)).get();
+                sentBytes += value.length();
+            }
+            double max = metric(producer.metrics(), "produce-throttle-time-max");
+            double avg = metric(producer.metrics(), "produce-throttle-time-avg");
+            System.out.printf("{\"sent_bytes\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", sentBytes, max, avg);
+        }
+    }
+
+    private static double metric(Map<MetricName, ? extends Metric> metrics, String name) {
+        for (Map.Entry<MetricName, ? extends Metric> entry : metrics.entrySet()) {
+            if (entry.getKey().name().equals(name) && entry.getKey().group().equals("producer-metrics")) {
+                return ((Number) entry.getValue().metricValue()).doubleValue();
+            }
+        }
+        throw new IllegalStateException("no metric " + name);
+    }
+
+    private static String json(Map<Integer, Long> offsets) {
+        StringBuilder out = new StringBuilder("{");
+        offsets.forEach((partition, offset) -> {
+            if (out.length() > 1) out.append(", ");
+            out.append('"').append(partition).append("\": ").append(offset);
+        });
+        return out.append('}').toString();
+    }
+}

@@ -1,0 +1,82 @@
+"""The Java client, org.apache.kafka:kafka-clients 4.x (the version tests/java/pom.xml
+pins), against the broker: an idempotent acks=all producer with every codec and consumers
+of both group protocols read back exactly what was written; a producer under a quota sees
+in its own metrics the throttle times the broker sent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+
+from broker import MockCluster
+
+MiB = 1_048_576
+
+
+def run_java(classpath: str, *args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            "java",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
+            "-cp",
+            classpath,
+            "mockbroker.JavaClients",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Any:
+    with MockCluster(brokers=3, config={"num.partitions": "3"}) as cluster:
+        yield cluster
+
+
+@pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_idempotent_producer_and_group_consumer(
+    java_classpath: str, cluster: MockCluster, codec: str, group_protocol: str
+) -> None:
+    topic = f"java-{codec}-{group_protocol}"
+    result = run_java(
+        java_classpath, "produce-consume", cluster.bootstrap_servers, topic, codec, "300", group_protocol
+    )
+    assert result["produced"] == result["consumed"] == 300
+    assert result["matching"]  # every value came back under its key
+    # The keys spread over the three partitions; offsets are dense from 0 in each.
+    assert result["partitions"] == 3
+    assert sum(last + 1 for last in result["last_offsets"].values()) == 300
+    # The consumer's commitSync reached the group: kafka-python's admin client reads it back.
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        group = f"java-{group_protocol}-{topic}"
+        committed = admin.list_group_offsets([group])[group]
+    finally:
+        admin.close()
+    assert sum(offset.offset for offset in committed.values()) == 300
+
+
+def test_the_java_clients_throttle_metrics_are_what_the_broker_sent(java_classpath: str) -> None:
+    with MockCluster(config={"quota.window.num": 2, "quota.window.size.seconds": 1}) as cluster:
+        cluster.create_topic("loaded")
+        cluster.quotas.alter({"client-id": "java-loader"}, set={"producer_byte_rate": MiB})
+        result = run_java(java_classpath, "throttled", cluster.bootstrap_servers, "loaded", "4000")
+        sent = [
+            r["throttle_time_ms"] for r in cluster.requests.list(api_key=0) if r["client_id"] == "java-loader"
+        ]
+    assert len(sent) == result["sent_bytes"] // 100_000  # one produce request per record
+    assert max(sent) > 0
+    # produce-throttle-time-max is the largest throttle time any response carried.
+    assert result["throttle_max"] == max(sent)
+    # -avg also counts the responses of other requests (ApiVersions, Metadata: 0 ms).
+    assert 0 < result["throttle_avg"] <= sum(sent) / len(sent)
