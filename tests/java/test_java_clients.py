@@ -80,3 +80,30 @@ def test_the_java_clients_throttle_metrics_are_what_the_broker_sent(java_classpa
     assert result["throttle_max"] == max(sent)
     # -avg also counts the responses of other requests (ApiVersions, Metadata: 0 ms).
     assert 0 < result["throttle_avg"] <= sum(sent) / len(sent)
+
+
+def test_the_java_admin_client_administers_client_quotas(java_classpath: str) -> None:
+    """Admin.alterClientQuotas/describeClientQuotas with the Java client's own
+    ClientQuotaAlteration and ClientQuotaFilter (KIP-546): what Kafka answers."""
+    alice = "{user=alice} -> {consumer_byte_rate=2000000.0, producer_byte_rate=1048576.0}"
+    alice_app = "{client-id=app, user=alice} -> {controller_mutation_rate=10.0}"
+    default_client = "{client-id=null} -> {request_percentage=25.5}"
+    with MockCluster() as cluster:
+        result = run_java(java_classpath, "quotas", cluster.bootstrap_servers)
+        held = cluster.quotas.describe()
+    assert result["all"] == [alice_app, default_client, alice]
+    assert result["alice"] == [alice_app, alice]  # contains: alice with any client id
+    assert result["alice_only"] == [alice]  # containsOnly: the user entity alone
+    assert result["default_client"] == [default_client]
+    assert result["refused"] == "InvalidRequestException: Quota producer_byte_rate must be greater than 0"
+    # The removal took consumer_byte_rate away; the validateOnly alteration changed nothing.
+    assert result["after_removal"] == [
+        alice_app,
+        default_client,
+        "{user=alice} -> {producer_byte_rate=1048576.0}",
+    ]
+    assert {tuple(sorted(entity.kafka_items())): values for entity, values in held.items()} == {
+        (("user", "alice"),): {"producer_byte_rate": 1048576.0},
+        (("client-id", None),): {"request_percentage": 25.5},
+        (("client-id", "app"), ("user", "alice")): {"controller_mutation_rate": 10.0},
+    }

@@ -2,12 +2,17 @@ package mockbroker;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.AlterClientQuotasOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -17,6 +22,10 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -28,6 +37,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * produce-consume BOOTSTRAP TOPIC CODEC COUNT GROUP_PROTOCOL
  *     an idempotent acks=all producer sends COUNT keyed records compressed with CODEC, then a
  *     consumer in a new group (group.protocol=GROUP_PROTOCOL) reads them back and commits
+ * quotas BOOTSTRAP
+ *     the Admin client's alterClientQuotas and describeClientQuotas with its own
+ *     ClientQuotaAlteration and ClientQuotaFilter: sets, filters, a refused value, a removal
  * throttled BOOTSTRAP TOPIC MILLIS
  *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
  *     produce-throttle-time metrics
@@ -40,6 +52,7 @@ public final class JavaClients {
         switch (args[0]) {
             case "produce-consume" -> produceConsume(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             case "throttled" -> throttled(args[1], args[2], Long.parseLong(args[3]));
+            case "quotas" -> quotas(args[1]);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -115,6 +128,64 @@ public final class JavaClients {
             double max = metric(producer.metrics(), "produce-throttle-time-max");
             double avg = metric(producer.metrics(), "produce-throttle-time-avg");
             System.out.printf("{\"sent_bytes\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", sentBytes, max, avg);
+        }
+    }
+
+    private static ClientQuotaEntity entity(String user, String clientId) {
+        Map<String, String> parts = new HashMap<>();
+        if (user != null) parts.put(ClientQuotaEntity.USER, user.equals("<default>") ? null : user);
+        if (clientId != null) parts.put(ClientQuotaEntity.CLIENT_ID, clientId.equals("<default>") ? null : clientId);
+        return new ClientQuotaEntity(parts);
+    }
+
+    private static ClientQuotaAlteration set(ClientQuotaEntity entity, String key, Double value) {
+        return new ClientQuotaAlteration(entity, List.of(new ClientQuotaAlteration.Op(key, value)));
+    }
+
+    /** The entities a filter matches, as sorted "user=..,client-id=.. -> {key=value}" strings. */
+    private static String describe(Admin admin, ClientQuotaFilter filter) throws Exception {
+        Map<ClientQuotaEntity, Map<String, Double>> found = admin.describeClientQuotas(filter).entities().get();
+        Map<String, String> shown = new TreeMap<>();
+        found.forEach((entity, values) -> shown.put(new TreeMap<>(entity.entries()).toString(), new TreeMap<>(values).toString()));
+        StringBuilder out = new StringBuilder("[");
+        shown.forEach((entity, values) -> {
+            if (out.length() > 1) out.append(", ");
+            out.append('"').append(entity).append(" -> ").append(values).append('"');
+        });
+        return out.append(']').toString();
+    }
+
+    private static void quotas(String bootstrap) throws Exception {
+        Properties config = new Properties();
+        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(config)) {
+            admin.alterClientQuotas(List.of(
+                    new ClientQuotaAlteration(entity("alice", null), List.of(
+                            new ClientQuotaAlteration.Op("producer_byte_rate", 1048576.0),
+                            new ClientQuotaAlteration.Op("consumer_byte_rate", 2000000.0))),
+                    set(entity(null, "<default>"), "request_percentage", 25.5),
+                    set(entity("alice", "app"), "controller_mutation_rate", 10.0))).all().get();
+            String all = describe(admin, ClientQuotaFilter.all());
+            String alice = describe(admin, ClientQuotaFilter.contains(
+                    List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice"))));
+            String aliceOnly = describe(admin, ClientQuotaFilter.containsOnly(
+                    List.of(ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice"))));
+            String defaultClient = describe(admin, ClientQuotaFilter.contains(
+                    List.of(ClientQuotaFilterComponent.ofDefaultEntity(ClientQuotaEntity.CLIENT_ID))));
+            String refused;
+            try {
+                admin.alterClientQuotas(List.of(set(entity("bob", null), "producer_byte_rate", -1.0))).all().get();
+                refused = "accepted";
+            } catch (ExecutionException e) {
+                refused = e.getCause().getClass().getSimpleName() + ": " + e.getCause().getMessage();
+            }
+            admin.alterClientQuotas(List.of(set(entity("carol", null), "producer_byte_rate", 5000.0)),
+                    new AlterClientQuotasOptions().validateOnly(true)).all().get();
+            admin.alterClientQuotas(List.of(set(entity("alice", null), "consumer_byte_rate", null))).all().get();
+            String afterRemoval = describe(admin, ClientQuotaFilter.all());
+            System.out.printf("{\"all\": %s, \"alice\": %s, \"alice_only\": %s, \"default_client\": %s, "
+                    + "\"refused\": \"%s\", \"after_removal\": %s}%n",
+                    all, alice, aliceOnly, defaultClient, refused.replace("\"", "'"), afterRemoval);
         }
     }
 
