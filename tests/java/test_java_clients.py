@@ -107,3 +107,16 @@ def test_the_java_admin_client_administers_client_quotas(java_classpath: str) ->
         (("client-id", None),): {"request_percentage": 25.5},
         (("client-id", "app"), ("user", "alice")): {"controller_mutation_rate": 10.0},
     }
+
+
+def test_java_transactions_commit_abort_and_fence(java_classpath: str) -> None:
+    """A transactional producer commits ten records, aborts five, leaves three open and is
+    fenced by a second producer with its transactional id, which aborts the open ones and
+    commits two of its own: read_committed sees exactly the committed records in order,
+    read_uncommitted sees all twenty."""
+    with MockCluster() as cluster:
+        cluster.create_topic("java-tx", partitions=1)
+        result = run_java(java_classpath, "transactions", cluster.bootstrap_servers, "java-tx")
+    assert result["fenced"] == "ProducerFencedException"
+    assert result["read_committed"] == [f"committed-{i}" for i in range(10)] + ["second-0", "second-1"]
+    assert result["read_uncommitted"] == 20

@@ -40,6 +40,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * quotas BOOTSTRAP
  *     the Admin client's alterClientQuotas and describeClientQuotas with its own
  *     ClientQuotaAlteration and ClientQuotaFilter: sets, filters, a refused value, a removal
+ * transactions BOOTSTRAP TOPIC
+ *     a transactional producer commits, aborts, and is fenced by a second producer with its
+ *     transactional id; read_committed and read_uncommitted consumers read the topic
  * throttled BOOTSTRAP TOPIC MILLIS
  *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
  *     produce-throttle-time metrics
@@ -53,6 +56,7 @@ public final class JavaClients {
             case "produce-consume" -> produceConsume(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             case "throttled" -> throttled(args[1], args[2], Long.parseLong(args[3]));
             case "quotas" -> quotas(args[1]);
+            case "transactions" -> transactions(args[1], args[2]);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -129,6 +133,84 @@ public final class JavaClients {
             double avg = metric(producer.metrics(), "produce-throttle-time-avg");
             System.out.printf("{\"sent_bytes\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", sentBytes, max, avg);
         }
+    }
+
+    private static KafkaProducer<String, String> transactional(String bootstrap, String id) {
+        Properties config = producerConfig(bootstrap);
+        config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, id);
+        KafkaProducer<String, String> producer = new KafkaProducer<>(config);
+        producer.initTransactions();
+        return producer;
+    }
+
+    private static void sendAll(KafkaProducer<String, String> producer, String topic, String prefix, int count) {
+        for (int i = 0; i < count; i++) {
+            producer.send(new ProducerRecord<>(topic, prefix + "-" + i));
+        }
+        producer.flush();
+    }
+
+    /** Every value in the topic as a consumer with this isolation level sees it, in offset order per partition. */
+    private static List<String> readAll(String bootstrap, String topic, String isolation) {
+        Properties config = new Properties();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        List<String> values = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config)) {
+            List<org.apache.kafka.common.TopicPartition> partitions = new ArrayList<>();
+            consumer.partitionsFor(topic).forEach(p -> partitions.add(new org.apache.kafka.common.TopicPartition(topic, p.partition())));
+            consumer.assign(partitions);
+            Map<org.apache.kafka.common.TopicPartition, Long> end = consumer.endOffsets(partitions);
+            long deadline = System.currentTimeMillis() + 30_000;
+            while (System.currentTimeMillis() < deadline
+                    && partitions.stream().anyMatch(tp -> consumer.position(tp) < end.get(tp))) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    values.add(record.value());
+                }
+            }
+        }
+        return values;
+    }
+
+    private static void transactions(String bootstrap, String topic) throws Exception {
+        String fenced;
+        try (KafkaProducer<String, String> first = transactional(bootstrap, "java-tx")) {
+            first.beginTransaction();
+            sendAll(first, topic, "committed", 10);
+            first.commitTransaction();
+            first.beginTransaction();
+            sendAll(first, topic, "aborted", 5);
+            first.abortTransaction();
+            first.beginTransaction();
+            sendAll(first, topic, "open", 3);
+            try (KafkaProducer<String, String> second = transactional(bootstrap, "java-tx")) {
+                try {
+                    first.commitTransaction();
+                    fenced = "committed";
+                } catch (org.apache.kafka.common.KafkaException e) {
+                    fenced = e.getClass().getSimpleName();
+                }
+                second.beginTransaction();
+                sendAll(second, topic, "second", 2);
+                second.commitTransaction();
+            }
+        }
+        List<String> committed = readAll(bootstrap, topic, "read_committed");
+        List<String> uncommitted = readAll(bootstrap, topic, "read_uncommitted");
+        System.out.printf("{\"fenced\": \"%s\", \"read_committed\": %s, \"read_uncommitted\": %d}%n",
+                fenced, quoted(committed), uncommitted.size());
+    }
+
+    private static String quoted(List<String> values) {
+        StringBuilder out = new StringBuilder("[");
+        for (String value : values) {
+            if (out.length() > 1) out.append(", ");
+            out.append('"').append(value).append('"');
+        }
+        return out.append(']').toString();
     }
 
     private static ClientQuotaEntity entity(String user, String clientId) {
