@@ -10,7 +10,7 @@ import subprocess
 from typing import Any
 
 import pytest
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 
 from broker import MockCluster
 
@@ -120,3 +120,25 @@ def test_java_transactions_commit_abort_and_fence(java_classpath: str) -> None:
     assert result["fenced"] == "ProducerFencedException"
     assert result["read_committed"] == [f"committed-{i}" for i in range(10)] + ["second-0", "second-1"]
     assert result["read_uncommitted"] == 20
+
+
+def test_the_java_consumers_fetch_throttle_metrics_are_what_the_broker_sent(java_classpath: str) -> None:
+    config = {"quota.window.num": 2, "quota.window.size.seconds": 1, "record.requests.max": 10_000}
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("big", partitions=1)
+        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, max_request_size=2_000_000)
+        for _ in range(100):
+            producer.send("big", b"x" * 40_000)
+        producer.flush()
+        producer.close()
+        cluster.quotas.alter({"client-id": "java-reader"}, set={"consumer_byte_rate": MiB})
+        result = run_java(java_classpath, "fetch-throttled", cluster.bootstrap_servers, "big", "100")
+        fetches = [
+            r["throttle_time_ms"] for r in cluster.requests.list(api_key=1) if r["client_id"] == "java-reader"
+        ]
+    assert result["read"] == 100
+    assert max(fetches) > 0  # 4 MB at 1 MiB/s: the broker throttled the consumer
+    # fetch-throttle-time-max is the largest throttle any fetch response carried; a fetch
+    # in flight when the client read its metrics may be answered after (the last one).
+    assert result["throttle_max"] in {max(fetches), max(fetches[:-1])}
+    assert 0 < result["throttle_avg"] <= result["throttle_max"]

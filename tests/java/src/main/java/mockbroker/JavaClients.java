@@ -43,6 +43,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * transactions BOOTSTRAP TOPIC
  *     a transactional producer commits, aborts, and is fenced by a second producer with its
  *     transactional id; read_committed and read_uncommitted consumers read the topic
+ * fetch-throttled BOOTSTRAP TOPIC COUNT
+ *     a consumer (client id java-reader) reads COUNT records; prints its fetch-throttle-time
+ *     metrics
  * throttled BOOTSTRAP TOPIC MILLIS
  *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
  *     produce-throttle-time metrics
@@ -57,6 +60,7 @@ public final class JavaClients {
             case "throttled" -> throttled(args[1], args[2], Long.parseLong(args[3]));
             case "quotas" -> quotas(args[1]);
             case "transactions" -> transactions(args[1], args[2]);
+            case "fetch-throttled" -> fetchThrottled(args[1], args[2], Integer.parseInt(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -129,8 +133,8 @@ public final class JavaClients {
                 producer.send(new ProducerRecord<>(topic, value)).get();
                 sentBytes += value.length();
             }
-            double max = metric(producer.metrics(), "produce-throttle-time-max");
-            double avg = metric(producer.metrics(), "produce-throttle-time-avg");
+            double max = metric(producer.metrics(), "producer-metrics", "produce-throttle-time-max");
+            double avg = metric(producer.metrics(), "producer-metrics", "produce-throttle-time-avg");
             System.out.printf("{\"sent_bytes\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", sentBytes, max, avg);
         }
     }
@@ -271,9 +275,29 @@ public final class JavaClients {
         }
     }
 
-    private static double metric(Map<MetricName, ? extends Metric> metrics, String name) {
+    private static void fetchThrottled(String bootstrap, String topic, int count) {
+        Properties config = new Properties();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ConsumerConfig.CLIENT_ID_CONFIG, "java-reader");
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int read = 0;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config)) {
+            consumer.assign(List.of(new org.apache.kafka.common.TopicPartition(topic, 0)));
+            long deadline = System.currentTimeMillis() + 120_000;
+            while (read < count && System.currentTimeMillis() < deadline) {
+                read += consumer.poll(Duration.ofMillis(200)).count();
+            }
+            double max = metric(consumer.metrics(), "consumer-fetch-manager-metrics", "fetch-throttle-time-max");
+            double avg = metric(consumer.metrics(), "consumer-fetch-manager-metrics", "fetch-throttle-time-avg");
+            System.out.printf("{\"read\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", read, max, avg);
+        }
+    }
+
+    private static double metric(Map<MetricName, ? extends Metric> metrics, String group, String name) {
         for (Map.Entry<MetricName, ? extends Metric> entry : metrics.entrySet()) {
-            if (entry.getKey().name().equals(name) && entry.getKey().group().equals("producer-metrics")) {
+            if (entry.getKey().name().equals(name) && entry.getKey().group().equals(group)) {
                 return ((Number) entry.getValue().metricValue()).doubleValue();
             }
         }
