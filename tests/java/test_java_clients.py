@@ -142,3 +142,26 @@ def test_the_java_consumers_fetch_throttle_metrics_are_what_the_broker_sent(java
     # in flight when the client read its metrics may be answered after (the last one).
     assert result["throttle_max"] in {max(fetches), max(fetches[:-1])}
     assert 0 < result["throttle_avg"] <= result["throttle_max"]
+
+
+def test_the_java_admin_client_over_topics_configs_records_groups_and_cluster(java_classpath: str) -> None:
+    with MockCluster(brokers=3) as cluster:
+        result = run_java(java_classpath, "admin", cluster.bootstrap_servers)
+    assert result == {
+        "cluster_nodes": 3,
+        "listed": True,
+        "duplicate_topic": "TopicExistsException",
+        "partitions": 4,  # createPartitions from 2
+        "replicas": 3,
+        "retention_ms": "3600000",  # set at creation
+        "cleanup_policy": "compact,delete",  # incrementalAlterConfigs SET
+        "cleanup_policy_source": "DYNAMIC_TOPIC_CONFIG",
+        "earliest_after_delete": 4,  # deleteRecords before offset 4
+        "latest": 10,
+        "group_offset": 7,  # alterConsumerGroupOffsets, read back
+        "group_offsets_after_delete": 0,  # deleteConsumerGroups
+        "transaction_version": 2,  # describeFeatures: finalized as a new 4.x cluster has it
+        "quorum_voters": 1,
+        "log_dirs": 1,
+        "listed_after_delete": False,
+    }

@@ -46,6 +46,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * fetch-throttled BOOTSTRAP TOPIC COUNT
  *     a consumer (client id java-reader) reads COUNT records; prints its fetch-throttle-time
  *     metrics
+ * admin BOOTSTRAP
+ *     the Admin client over topics, configs (incremental and legacy), partitions, records,
+ *     consumer groups and offsets, features, the quorum, log dirs and the cluster
  * throttled BOOTSTRAP TOPIC MILLIS
  *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
  *     produce-throttle-time metrics
@@ -59,6 +62,7 @@ public final class JavaClients {
             case "produce-consume" -> produceConsume(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             case "throttled" -> throttled(args[1], args[2], Long.parseLong(args[3]));
             case "quotas" -> quotas(args[1]);
+            case "admin" -> admin(args[1]);
             case "transactions" -> transactions(args[1], args[2]);
             case "fetch-throttled" -> fetchThrottled(args[1], args[2], Integer.parseInt(args[3]));
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
@@ -137,6 +141,77 @@ public final class JavaClients {
             double avg = metric(producer.metrics(), "producer-metrics", "produce-throttle-time-avg");
             System.out.printf("{\"sent_bytes\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", sentBytes, max, avg);
         }
+    }
+
+    private static void admin(String bootstrap) throws Exception {
+        Properties config = new Properties();
+        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Map<String, Object> out = new TreeMap<>();
+        try (Admin admin = Admin.create(config)) {
+            out.put("cluster_nodes", admin.describeCluster().nodes().get().size());
+            admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic("admin-topic", 2, (short) 3)
+                    .configs(Map.of("retention.ms", "3600000")))).all().get();
+            String duplicate;
+            try {
+                admin.createTopics(List.of(new org.apache.kafka.clients.admin.NewTopic("admin-topic", 1, (short) 1))).all().get();
+                duplicate = "created";
+            } catch (ExecutionException e) {
+                duplicate = e.getCause().getClass().getSimpleName();
+            }
+            out.put("duplicate_topic", duplicate);
+            out.put("listed", admin.listTopics().names().get().contains("admin-topic"));
+            admin.createPartitions(Map.of("admin-topic", org.apache.kafka.clients.admin.NewPartitions.increaseTo(4))).all().get();
+            var description = admin.describeTopics(List.of("admin-topic")).allTopicNames().get().get("admin-topic");
+            out.put("partitions", description.partitions().size());
+            out.put("replicas", description.partitions().get(0).replicas().size());
+
+            var topicResource = new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, "admin-topic");
+            admin.incrementalAlterConfigs(Map.of(topicResource, List.of(new org.apache.kafka.clients.admin.AlterConfigOp(
+                    new org.apache.kafka.clients.admin.ConfigEntry("cleanup.policy", "compact,delete"),
+                    org.apache.kafka.clients.admin.AlterConfigOp.OpType.SET)))).all().get();
+            var configs = admin.describeConfigs(List.of(topicResource)).all().get().get(topicResource);
+            out.put("retention_ms", configs.get("retention.ms").value());
+            out.put("cleanup_policy", configs.get("cleanup.policy").value());
+            out.put("cleanup_policy_source", configs.get("cleanup.policy").source().name());
+
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig(bootstrap))) {
+                for (int i = 0; i < 10; i++) {
+                    producer.send(new ProducerRecord<>("admin-topic", 0, "k" + i, "v" + i)).get();
+                }
+            }
+            var partition0 = new org.apache.kafka.common.TopicPartition("admin-topic", 0);
+            admin.deleteRecords(Map.of(partition0, org.apache.kafka.clients.admin.RecordsToDelete.beforeOffset(4))).all().get();
+            out.put("earliest_after_delete", admin.listOffsets(Map.of(partition0,
+                    org.apache.kafka.clients.admin.OffsetSpec.earliest())).all().get().get(partition0).offset());
+            out.put("latest", admin.listOffsets(Map.of(partition0,
+                    org.apache.kafka.clients.admin.OffsetSpec.latest())).all().get().get(partition0).offset());
+
+            admin.alterConsumerGroupOffsets("admin-group", Map.of(partition0,
+                    new org.apache.kafka.clients.consumer.OffsetAndMetadata(7))).all().get();
+            out.put("group_offset", admin.listConsumerGroupOffsets("admin-group").partitionsToOffsetAndMetadata().get()
+                    .get(partition0).offset());
+            admin.deleteConsumerGroups(List.of("admin-group")).all().get();
+            out.put("group_offsets_after_delete", admin.listConsumerGroupOffsets("admin-group")
+                    .partitionsToOffsetAndMetadata().get().size());
+
+            var features = admin.describeFeatures().featureMetadata().get();
+            out.put("transaction_version", features.finalizedFeatures().get("transaction.version").maxVersionLevel());
+            var quorum = admin.describeMetadataQuorum().quorumInfo().get();
+            out.put("quorum_voters", quorum.voters().size());
+            var logDirs = admin.describeLogDirs(List.of(0)).allDescriptions().get().get(0);
+            out.put("log_dirs", logDirs.size());
+
+            admin.deleteTopics(List.of("admin-topic")).all().get();
+            out.put("listed_after_delete", admin.listTopics().names().get().contains("admin-topic"));
+        }
+        StringBuilder json = new StringBuilder("{");
+        out.forEach((key, value) -> {
+            if (json.length() > 1) json.append(", ");
+            json.append('"').append(key).append("\": ");
+            json.append(value instanceof String ? "\"" + value + "\"" : String.valueOf(value));
+        });
+        System.out.println(json.append('}'));
     }
 
     private static KafkaProducer<String, String> transactional(String bootstrap, String id) {
