@@ -64,6 +64,12 @@ class ErrorResponse:
         if not firsts or firsts[0] != 0 or firsts != sorted(set(firsts)):
             raise ValueError(f"by_version must start at version 0 and ascend: {firsts}")
 
+    def answered_in_error_response(self, version: int) -> Level | None:
+        """The level an error response answers entry by entry (None: top level alone)."""
+        if self.top_level_only_from is not None and version >= self.top_level_only_from:
+            return None
+        return self.level(version)
+
     def level(self, version: int) -> Level | None:
         found: Level | None = None
         for first, level in self.by_version:
@@ -216,8 +222,8 @@ def error_response(ctx: RequestContext, code: int) -> Any | None:
     if top_level:
         response.error_code = code
     shape = _DECLARED.get(ctx.api_key)
-    level = shape.level(ctx.api_version) if shape is not None else None
-    if level is None or (shape is not None and ctx.api_version >= (shape.top_level_only_from or 1 << 15)):
+    level = shape.answered_in_error_response(ctx.api_version) if shape is not None else None
+    if level is None:
         return response if top_level else None
     return add_errors(response, level, [(entry, None) for entry in entries_of(level, request)], code)
 

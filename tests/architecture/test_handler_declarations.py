@@ -120,3 +120,12 @@ def test_enablement_follows_the_config() -> None:
         served = enabled_handlers(cluster.brokers[0].config)
         assert ApiKey.CONSUMER_GROUP_HEARTBEAT not in served and ApiKey.PUSH_TELEMETRY in served
         assert set(cluster.brokers[0].advertised_apis) == set(served)
+
+
+def test_fetch_answers_errors_at_the_top_level_from_v13() -> None:
+    """FetchRequest.getErrorResponse: partitions answered up to v12, the top-level error
+    code alone from v13; faults still select Fetch partitions in every version."""
+    shape = HANDLERS[ApiKey.FETCH].error_response
+    assert shape.answered_in_error_response(12) is not None
+    assert shape.answered_in_error_response(13) is None
+    assert shape.level(13) is shape.level(12) is not None
