@@ -5,35 +5,15 @@ in its own metrics the throttle times the broker sent."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from typing import Any
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from broker import MockCluster
+from tests.java.runner import run_java
 
 MiB = 1_048_576
-
-
-def run_java(classpath: str, *args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [
-            "java",
-            "-Dorg.slf4j.simpleLogger.defaultLogLevel=error",
-            "-cp",
-            classpath,
-            "mockbroker.JavaClients",
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-4000:]
-    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
 
 
 @pytest.fixture(scope="module")
