@@ -5,6 +5,8 @@ in its own metrics the throttle times the broker sent."""
 
 from __future__ import annotations
 
+import base64
+import uuid
 from typing import Any
 
 import pytest
@@ -145,3 +147,53 @@ def test_the_java_admin_client_over_topics_configs_records_groups_and_cluster(ja
         "log_dirs": 1,
         "listed_after_delete": False,
     }
+
+
+@pytest.mark.parametrize("transaction_version", [1, 2])
+def test_java_read_process_write_commits_offsets_in_the_transaction(
+    java_classpath: str, transaction_version: int
+) -> None:
+    """Consume-transform-produce with sendOffsetsToTransaction. Under transaction.version 1
+    the client adds partitions and the group with AddPartitionsToTxn and AddOffsetsToTxn;
+    under 2 (KIP-890) the broker adds them itself. Either way the aborted first batch is
+    copied again, and read_committed sees every record once."""
+    with MockCluster(config={"record.requests.max": 10_000}) as cluster:
+        cluster.create_topic("source", partitions=2)
+        cluster.create_topic("copy", partitions=2)
+        result = run_java(
+            java_classpath,
+            "read-process-write",
+            cluster.bootstrap_servers,
+            "source",
+            "copy",
+            str(transaction_version),
+        )
+        sent = {r["api"] for r in cluster.requests.list()}
+    assert result["read_committed"] == sorted(f"VALUE-{i}" for i in range(20))
+    assert result["read_uncommitted"] > 20  # the aborted batch is in the log
+    assert result["group_offsets"] == {"0": 10, "1": 10}
+    assert "TxnOffsetCommit" in sent
+    if transaction_version == 1:
+        assert {"AddPartitionsToTxn", "AddOffsetsToTxn"} <= sent
+    else:
+        assert not {"AddPartitionsToTxn", "AddOffsetsToTxn"} & sent
+
+
+def test_the_java_client_pushes_its_metrics(java_classpath: str) -> None:
+    """KIP-714: the Java producer gets its subscription and pushes the metrics it names;
+    its clientInstanceId is the broker's id for it."""
+    with MockCluster(config={"telemetry.enabled": "true"}) as cluster:
+        cluster.create_topic("measured")
+        cluster.client_metrics.set(
+            "java", ["org.apache.kafka.producer."], interval_ms=500, match={"client_id": "java-telemetry"}
+        )
+        result = run_java(java_classpath, "telemetry", cluster.bootstrap_servers, "measured")
+        pushes = cluster.client_metrics.pushes()
+    assert pushes
+    # Kafka's Uuid prints as URL-safe base64 of its 16 bytes.
+    java_id = uuid.UUID(bytes=base64.urlsafe_b64decode(result["client_instance_id"] + "=="))
+    assert {push.instance_id for push in pushes} == {java_id}
+    assert {push.client.software_name for push in pushes} == {"apache-kafka-java"}
+    names = {point.name for push in pushes for point in push.points}
+    assert names and all(name.startswith("org.apache.kafka.producer.") for name in names)
+    assert "org.apache.kafka.producer.record.queue.time.avg" in names

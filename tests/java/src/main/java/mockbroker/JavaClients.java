@@ -49,6 +49,14 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * admin BOOTSTRAP
  *     the Admin client over topics, configs (incremental and legacy), partitions, records,
  *     consumer groups and offsets, features, the quorum, log dirs and the cluster
+ * read-process-write BOOTSTRAP IN OUT TRANSACTION_VERSION
+ *     with transaction.version finalized at TRANSACTION_VERSION (updateFeatures), a
+ *     transactional producer copies IN to OUT upper-cased, committing the consumer's
+ *     offsets with sendOffsetsToTransaction; the first batch's transaction is aborted and
+ *     redone; prints what a read_committed consumer reads and the group's offsets
+ * telemetry BOOTSTRAP TOPIC
+ *     a producer (client id java-telemetry) sends for two seconds and closes; prints its
+ *     KIP-714 client instance id
  * throttled BOOTSTRAP TOPIC MILLIS
  *     a producer sends 100 kB records, one at a time, for MILLIS ms; prints its
  *     produce-throttle-time metrics
@@ -65,6 +73,8 @@ public final class JavaClients {
             case "admin" -> admin(args[1]);
             case "transactions" -> transactions(args[1], args[2]);
             case "fetch-throttled" -> fetchThrottled(args[1], args[2], Integer.parseInt(args[3]));
+            case "read-process-write" -> readProcessWrite(args[1], args[2], args[3], Short.parseShort(args[4]));
+            case "telemetry" -> telemetry(args[1], args[2]);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -368,6 +378,88 @@ public final class JavaClients {
             double avg = metric(consumer.metrics(), "consumer-fetch-manager-metrics", "fetch-throttle-time-avg");
             System.out.printf("{\"read\": %d, \"throttle_max\": %s, \"throttle_avg\": %s}%n", read, max, avg);
         }
+    }
+
+    private static void readProcessWrite(String bootstrap, String in, String out, short transactionVersion)
+            throws Exception {
+        Properties adminConfig = new Properties();
+        adminConfig.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        try (Admin admin = Admin.create(adminConfig)) {
+            admin.updateFeatures(Map.of("transaction.version", new org.apache.kafka.clients.admin.FeatureUpdate(
+                    transactionVersion, org.apache.kafka.clients.admin.FeatureUpdate.UpgradeType.SAFE_DOWNGRADE)),
+                    new org.apache.kafka.clients.admin.UpdateFeaturesOptions()).all().get();
+        }
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig(bootstrap))) {
+            for (int i = 0; i < 20; i++) producer.send(new ProducerRecord<>(in, i % 2, "k" + i, "value-" + i));
+        }
+        Properties config = new Properties();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ConsumerConfig.GROUP_ID_CONFIG, "copier");
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        config.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        config.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, "5");
+        config.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        config.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        int copied = 0;
+        boolean abortedOnce = false;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(config);
+             KafkaProducer<String, String> producer = transactional(bootstrap, "copier-tx")) {
+            consumer.subscribe(List.of(in));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (copied < 20 && System.currentTimeMillis() < deadline) {
+                var records = consumer.poll(Duration.ofMillis(200));
+                if (records.isEmpty()) continue;
+                producer.beginTransaction();
+                Map<org.apache.kafka.common.TopicPartition, org.apache.kafka.clients.consumer.OffsetAndMetadata> next =
+                        new HashMap<>();
+                for (ConsumerRecord<String, String> record : records) {
+                    producer.send(new ProducerRecord<>(out, record.partition(), record.key(), record.value().toUpperCase()));
+                    next.put(new org.apache.kafka.common.TopicPartition(record.topic(), record.partition()),
+                            new org.apache.kafka.clients.consumer.OffsetAndMetadata(record.offset() + 1));
+                }
+                producer.sendOffsetsToTransaction(next, consumer.groupMetadata());
+                if (!abortedOnce) {
+                    // The first batch is aborted: its output is never read, and its offsets
+                    // were not committed, so the consumer goes back and copies it again.
+                    abortedOnce = true;
+                    producer.abortTransaction();
+                    for (var partition : next.keySet()) {
+                        var committed = consumer.committed(java.util.Set.of(partition)).get(partition);
+                        consumer.seek(partition, committed == null ? 0 : committed.offset());
+                    }
+                    continue;
+                }
+                producer.commitTransaction();
+                copied += records.count();
+            }
+        }
+        List<String> read = readAll(bootstrap, out, "read_committed");
+        Properties adminAgain = new Properties();
+        adminAgain.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        Map<Integer, Long> offsets = new TreeMap<>();
+        try (Admin admin = Admin.create(adminAgain)) {
+            admin.listConsumerGroupOffsets("copier").partitionsToOffsetAndMetadata().get()
+                    .forEach((partition, offset) -> offsets.put(partition.partition(), offset.offset()));
+        }
+        java.util.Collections.sort(read);
+        System.out.printf("{\"read_committed\": %s, \"read_uncommitted\": %d, \"group_offsets\": %s}%n",
+                quoted(read), readAll(bootstrap, out, "read_uncommitted").size(), json(offsets));
+    }
+
+    private static void telemetry(String bootstrap, String topic) throws Exception {
+        Properties config = producerConfig(bootstrap);
+        config.put(ProducerConfig.CLIENT_ID_CONFIG, "java-telemetry");
+        String instance;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(config)) {
+            long end = System.currentTimeMillis() + 2_000;
+            while (System.currentTimeMillis() < end) {
+                producer.send(new ProducerRecord<>(topic, "x")).get();
+                Thread.sleep(50);
+            }
+            instance = producer.clientInstanceId(Duration.ofSeconds(10)).toString();
+        }  // close() sends the terminating push
+        System.out.printf("{\"client_instance_id\": \"%s\"}%n", instance);
     }
 
     private static double metric(Map<MetricName, ? extends Metric> metrics, String group, String name) {
