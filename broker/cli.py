@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
+import os
 import signal
 import sys
+import tempfile
 import time
+from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from broker.config.broker_config import load_properties
 from broker.extras import MissingExtra
@@ -55,6 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="PORT",
         help="HTTP control plane on 127.0.0.1:PORT, 0 for a free port (admin.port)",
     )
+    parser.add_argument(
+        "--ready-file",
+        metavar="FILE",
+        help="once every listener and the admin API are up, write FILE (JSON: bootstrap_servers,"
+        " brokers, admin_url, pid) by an atomic rename; removed on shutdown",
+    )
     parser.add_argument("--record", metavar="FILE", help="append every request and response as JSON lines")
     parser.add_argument(
         "--conformance-report", metavar="FILE", help="write the client conformance report here on shutdown"
@@ -96,7 +106,60 @@ def _remember_signal(signum: int, _frame: FrameType | None) -> None:
     _early_signals.append(signum)
 
 
-async def serve(cluster: MockCluster) -> None:
+class ReadyFileError(Exception):
+    """The --ready-file cannot be written (the message says where and why)."""
+
+
+def ready_info(cluster: MockCluster) -> dict[str, Any]:
+    """What the ready file says: where clients and the control plane connect."""
+    brokers = []
+    for broker in cluster.brokers:
+        first = broker.advertised_endpoint(broker.listeners[0].listener)
+        listeners = {}
+        for endpoint in broker.listeners:
+            advertised = broker.advertised_endpoint(endpoint.listener)
+            listeners[endpoint.listener] = f"{advertised.host}:{advertised.port}"
+        brokers.append(
+            {"node_id": broker.node_id, "host": first.host, "port": first.port, "listeners": listeners}
+        )
+    return {
+        "bootstrap_servers": cluster.bootstrap_servers,
+        "brokers": brokers,
+        "admin_url": None if cluster.admin is None else f"http://127.0.0.1:{cluster.admin.port}",
+        "pid": os.getpid(),
+    }
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """A reader sees no file or the whole of it: a temporary file beside it, renamed."""
+    try:
+        fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise ReadyFileError(f"cannot write the ready file {path}: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(temporary, path)
+    except OSError as exc:
+        Path(temporary).unlink(missing_ok=True)
+        raise ReadyFileError(f"cannot write the ready file {path}: {exc.strerror or exc}") from None
+
+
+def check_ready_file(path: Path) -> None:
+    """Fails before start-up if the ready file could not be written; removes a stale one
+    (left by a broker that was killed), so that it appears only once this broker serves."""
+    try:
+        if path.is_dir():
+            raise ReadyFileError(f"cannot write the ready file {path}: it is a directory")
+        path.unlink(missing_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)  # the directory takes new files (the rename needs no more)
+    except OSError as exc:
+        raise ReadyFileError(f"cannot write the ready file {path}: {exc.strerror or exc}") from None
+
+
+async def serve(cluster: MockCluster, ready_file: Path | None = None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):  # before the start line: a signal right after it must count
@@ -104,6 +167,8 @@ async def serve(cluster: MockCluster) -> None:
     if _early_signals:  # asked to stop while starting up: start, then stop at once, as for a later signal
         stop.set()
     await cluster.start()
+    if cluster.admin is not None:
+        cluster.admin.on_shutdown = stop.set  # POST /v1/shutdown
     log.info(
         "%s",
         "; ".join(
@@ -114,11 +179,18 @@ async def serve(cluster: MockCluster) -> None:
     )
     if cluster.admin is not None:
         log.info("admin API on http://127.0.0.1:%d", cluster.admin.port)
-    await stop.wait()
-    log.info("shutting down: finishing in-flight requests")
-    started = time.monotonic()
-    await cluster.stop()
-    log.info("stopped in %.0f ms", (time.monotonic() - started) * 1000)
+    try:
+        if ready_file is not None:
+            _write_atomically(ready_file, json.dumps(ready_info(cluster)) + "\n")
+            log.info("ready file %s written", ready_file)
+        await stop.wait()
+    finally:
+        if ready_file is not None:  # gone as soon as the broker stops serving
+            ready_file.unlink(missing_ok=True)
+        log.info("shutting down: finishing in-flight requests")
+        started = time.monotonic()
+        await cluster.stop()
+        log.info("stopped in %.0f ms", (time.monotonic() - started) * 1000)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -146,15 +218,18 @@ def _run(args: argparse.Namespace) -> int:
     defer_kafka_package_init()
     from broker.mock_cluster import MockCluster, new_event_loop
 
+    ready_file = Path(args.ready_file).absolute() if args.ready_file else None
     try:
+        if ready_file is not None:
+            check_ready_file(ready_file)
         cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)
-    except (ValueError, MissingExtra) as exc:  # MissingExtra: the one line naming the extra
+    except (ValueError, MissingExtra, ReadyFileError) as exc:  # MissingExtra: the one line naming the extra
         log.error("%s", exc)
         return 2
     loop = new_event_loop()
     try:
-        loop.run_until_complete(serve(cluster))
-    except MissingExtra as exc:
+        loop.run_until_complete(serve(cluster, ready_file))
+    except (MissingExtra, ReadyFileError) as exc:
         log.error("%s", exc)
         return 2
     except OSError as exc:

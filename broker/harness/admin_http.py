@@ -13,6 +13,7 @@ Path, Query, Body, Answer, Example); docs/reference/http-api.md is generated fro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -282,6 +283,9 @@ class AdminServer:
         self.app = web.Application(middlewares=[_json_errors])
         self._runner: web.AppRunner | None = None
         self.port = 0
+        # What POST /v1/shutdown calls: set by `kafka-mock-broker` (its stop event); a
+        # cluster embedded in a Python process is stopped by its owner, so None there.
+        self.on_shutdown: Callable[[], None] | None = None
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(ClusterCollector(cluster))
         self._routes()
@@ -314,6 +318,7 @@ class AdminServer:
         router.add_put("/v1/client-metrics/{name}", self.put_client_metrics)
         router.add_delete("/v1/client-metrics/{name}", self.delete_client_metrics)
         router.add_get("/metrics", self.get_metrics)
+        router.add_post("/v1/shutdown", self.post_shutdown)
 
     async def start(self, host: str, port: int) -> None:
         self._runner = web.AppRunner(self.app, access_log=None, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
@@ -365,6 +370,26 @@ class AdminServer:
         broker = self._broker(request)
         await self.cluster.start_broker_async(broker.node_id)
         return _json(self._broker_entry(broker.node_id))
+
+    async def post_shutdown(self, request: web.Request) -> web.Response:
+        """Stops `kafka-mock-broker` as SIGTERM does: answers 202, then finishes in-flight
+        requests, writes its metrics, recording and conformance report, removes its
+        `--ready-file` and exits with status 0. For test suites where signals are awkward
+        (Windows). A cluster started from Python (MockCluster) is stopped by its owner: 404
+        there.
+
+        Answer:
+            `{"stopping": true}` with status 202
+
+        Example:
+            POST /v1/shutdown
+        """
+        _query(request, ())
+        if self.on_shutdown is None:
+            not_found("this cluster runs inside a Python process (MockCluster): its owner stops it")
+        # After this answer is sent: the stop closes this server, waiting for it.
+        asyncio.get_running_loop().call_soon(self.on_shutdown)
+        return _json({"stopping": True}, 202)
 
     def _broker(self, request: web.Request) -> BrokerServer:
         node_id = _path_int(request, "broker_id", "broker")
