@@ -1,0 +1,288 @@
+"""The Go clients against the broker, at the versions tests/go/go.mod pins: franz-go
+(kgo v1.22.3, kadm v1.20.0), IBM Sarama v1.61.1 and segmentio/kafka-go v0.4.51. Each test
+runs one mode of tests/go/cmd/goclients and asserts on the JSON line it prints, and on
+what the broker holds afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaAdminClient
+
+from broker import MockCluster
+from tests.go.runner import run_go
+
+MiB = 1_048_576
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[MockCluster]:
+    config = {
+        "num.partitions": "3",
+        "group.initial.rebalance.delay.ms": "0",  # one member per group: no point waiting
+    }
+    with MockCluster(brokers=3, config=config) as cluster:
+        yield cluster
+
+
+def committed_offsets(cluster: MockCluster, group: str) -> dict[int, int]:
+    """The group's committed offsets as kafka-python's admin client reads them back."""
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        committed = admin.list_group_offsets([group])[group]
+    finally:
+        admin.close()
+    return {tp.partition: offset.offset for tp, offset in committed.items()}
+
+
+def dense(result: dict[str, Any], count: int) -> None:
+    """Every record came back once, under its key, in the order sent within its partition,
+    at the offset its producer was told, spread over the topic's three partitions."""
+    assert result["consumed"] == count
+    assert result["matching"]
+    assert result["in_order"]
+    assert result["partitions"] == 3
+    assert sum(last + 1 for last in result["last_offsets"].values()) == count
+
+
+# -- franz-go kgo ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_kgo_idempotent_producer_with_every_codec(go_clients: Path, cluster: MockCluster, codec: str) -> None:
+    topic = f"go-kgo-{codec}"
+    cluster.create_topic(topic, partitions=3)
+    result = run_go(go_clients, "kgo-produce-consume", cluster.bootstrap_servers, topic, codec, "200", "none")
+    assert result["produced"] == 200
+    assert result["producer_id"] >= 0  # kgo is idempotent by default: it asked for a producer id
+    assert result["offsets_match"]
+    dense(result, 200)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_kgo_group_consumer_commits_what_it_read(
+    go_clients: Path, cluster: MockCluster, protocol: str
+) -> None:
+    """A group of the classic protocol (kgo's cooperative-sticky balancer) or of KIP-848's
+    consumer protocol (ServerSideBalancer: the broker's range assignor) reads everything
+    and commits; the broker holds the offsets and the group of that type."""
+    topic = f"go-kgo-group-{protocol}"
+    cluster.create_topic(topic, partitions=3)
+    result = run_go(
+        go_clients, "kgo-produce-consume", cluster.bootstrap_servers, topic, "zstd", "300", protocol
+    )
+    dense(result, 300)
+    assert result["offsets_match"]
+    group = result["group"]
+    assert committed_offsets(cluster, group) == {
+        int(partition): last + 1 for partition, last in result["last_offsets"].items()
+    }
+    described = cluster.describe_group(group)
+    assert described is not None
+    assert described["type"] == protocol
+    assert described["members"] == []  # the client left when it closed
+
+
+def test_kgo_transactions_commit_abort_and_fence(go_clients: Path, cluster: MockCluster) -> None:
+    """Ten records committed, five aborted, three left open when a second producer with the
+    same transactional id fences the first (its open transaction is aborted) and commits
+    two: read_committed sees exactly the committed records in order."""
+    cluster.create_topic("go-kgo-tx", partitions=1)
+    result = run_go(go_clients, "kgo-transactions", cluster.bootstrap_servers, "go-kgo-tx")
+    assert result["read_committed"] == [f"committed-{i}" for i in range(10)] + ["second-0", "second-1"]
+    assert result["read_uncommitted"] == 20
+    # The fenced producer's next produce: Kafka answers an old epoch with
+    # INVALID_PRODUCER_EPOCH since 2.7 (KIP-588), not PRODUCER_FENCED.
+    assert result["fenced"] == "INVALID_PRODUCER_EPOCH"
+    # 20 records and 4 markers (commit, abort, abort by the fence, commit): offsets 0-23.
+    assert result["last_offset"] == 22
+    (txn,) = [t for t in cluster.list_transactions() if t["transactional_id"] == "go-kgo-tx"]
+    assert txn["state"] == "CompleteCommit"
+    assert txn["producer_epoch"] >= 1  # bumped by the second producer's InitProducerId
+
+
+def test_kgo_group_transact_session_copies_exactly_once(go_clients: Path, cluster: MockCluster) -> None:
+    """GroupTransactSession: consume from one topic, produce to another and commit the
+    group's offsets in the same transaction (AddOffsetsToTxn, TxnOffsetCommit)."""
+    cluster.create_topic("go-eos-in", partitions=1)
+    cluster.create_topic("go-eos-out", partitions=1)
+    result = run_go(
+        go_clients, "kgo-eos", cluster.bootstrap_servers, "go-eos-in", "go-eos-out", "go-eos-group", "20"
+    )
+    assert result["copied"] == 20
+    assert result["committed"]
+    assert result["output"] == [f"out-in-{i}" for i in range(20)]
+    assert committed_offsets(cluster, "go-eos-group") == {0: 20}
+
+
+def test_kgo_waits_out_the_throttle_the_broker_sent(go_clients: Path) -> None:
+    """KIP-219: the broker answers a produce over quota at once with throttle_time_ms; kgo
+    (Produce v6+) applies the throttle itself after the response, holding back the next
+    request on that connection. Its OnBrokerThrottle hook reports exactly the throttle
+    times the broker sent, and each next produce waited before it was written."""
+    config = {"quota.window.num": 2, "quota.window.size.seconds": 1}
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("go-loaded")
+        cluster.quotas.alter({"client-id": "go-loader"}, set={"producer_byte_rate": MiB})
+        result = run_go(go_clients, "kgo-throttled", cluster.bootstrap_servers, "go-loaded", "30")
+        sent = [
+            r["throttle_time_ms"] for r in cluster.requests.list(api_key=0) if r["client_id"] == "go-loader"
+        ]
+    assert len(sent) == 30  # one produce request per 100 kB record
+    assert max(sent) > 0  # 3 MB at 1 MiB/s
+    assert result["throttles_ms"] == [t for t in sent if t > 0]
+    assert all(result["after_response"])
+    waits = result["write_waits_ms"]
+    assert len(waits) == 30
+    for throttle, wait in zip(sent, waits[1:], strict=False):
+        # The throttle runs from when kgo read the response; the next request was queued a
+        # moment later and waited out the rest.
+        assert wait >= throttle // 2
+
+
+# -- franz-go kadm -----------------------------------------------------------------------
+
+
+def test_kadm_administers_the_cluster(go_clients: Path) -> None:
+    config = {"authorizer.class.name": STANDARD_AUTHORIZER, "super.users": "User:ANONYMOUS"}
+    with MockCluster(brokers=3, config={**config, "num.partitions": "3"}) as cluster:
+        result = run_go(go_clients, "kadm", cluster.bootstrap_servers)
+        described = cluster.describe()
+        quotas = cluster.quotas.describe()
+        acls = cluster.acls.list()
+        scram = {
+            r.user: [(mechanism.name, iterations) for mechanism, iterations in r.credentials]
+            for r in cluster.on_loop(lambda: cluster.credentials.describe(None))
+        }
+        transactions = cluster.list_transactions()
+    assert result["cluster_id"] == described["cluster_id"]
+    assert result["brokers"] == [0, 1, 2]
+    assert result["controller"] in (0, 1, 2)
+    assert result["broker_num_partitions"] == ["3", "STATIC_BROKER_CONFIG"]
+    assert result["finalized_features"]["transaction.version"] == 2
+    # Topics and partitions.
+    assert result["duplicate_topic"] == "TOPIC_ALREADY_EXISTS"
+    assert result["partitions"] == 4  # CreatePartitions added 2 to 2
+    assert result["replicas"] == 3
+    assert result["listed_after_delete"] is False
+    assert "go-admin" not in {t["name"] for t in described["topics"]}
+    # Configs: set at creation, then an incremental SET and DELETE.
+    assert result["retention_ms"] == ["3600000", "DYNAMIC_TOPIC_CONFIG"]
+    assert result["cleanup_policy"] == ["compact,delete", "DYNAMIC_TOPIC_CONFIG"]
+    assert result["retention_ms_after_delete"] == ["604800000", "DEFAULT_CONFIG"]
+    assert result["keyless_in_compacted"] == "INVALID_RECORD"
+    # Records and offsets.
+    assert result["end_offsets"] == {"0": 10, "1": 0, "2": 0, "3": 0}
+    assert result["low_watermark"] == 4
+    assert result["start_offsets"] == {"0": 4, "1": 0, "2": 0, "3": 0}
+    assert result["active_producers"] == [result["producer_id"]]
+    assert result["producer_last_sequence"] == 9
+    # Group offsets.
+    assert result["group_offset"] == 7
+    assert result["group_offset_metadata"] == "seven"
+    assert result["listed_group"]["GroupType"] == "classic"
+    assert result["listed_group"]["State"] == "Empty"
+    assert result["group_state"] == "Empty"
+    assert result["offsets_after_delete"] == [0]  # OffsetDelete took partition 1's
+    assert result["group_listed_after_delete"] is False
+    # ACLs: what kadm described is what the broker held; one of the three deleted.
+    assert result["acls"] == [
+        "User:alice * ALLOW TOPIC:go-admin LITERAL DESCRIBE",
+        "User:alice * ALLOW TOPIC:go-admin LITERAL READ",
+        "User:mallory 10.0.0.1 DENY GROUP:go- PREFIXED READ",
+    ]
+    assert result["acls_matching_group"] == ["User:mallory 10.0.0.1 DENY GROUP:go- PREFIXED READ"]
+    assert result["acls_deleted"] == 1
+    assert sorted(
+        f"{b.principal} {b.operation.name} {b.resource_type.name}:{b.resource_name} {b.pattern_type.name}"
+        for b in acls
+    ) == ["User:alice DESCRIBE TOPIC:go-admin LITERAL", "User:mallory READ GROUP:go- PREFIXED"]
+    # Client quotas.
+    assert result["quotas"] == [
+        "{client-id=<default>} -> [controller_mutation_rate=10]",
+        "{client-id=app, user=alice} -> [request_percentage=25.5]",
+        "{user=alice} -> [consumer_byte_rate=2e+06 producer_byte_rate=1.048576e+06]",
+    ]
+    assert result["quotas_alice_strict"] == [
+        "{user=alice} -> [consumer_byte_rate=2e+06 producer_byte_rate=1.048576e+06]"
+    ]
+    assert result["quota_refused"] == "INVALID_REQUEST: Quota producer_byte_rate must be greater than 0"
+    assert {tuple(sorted(entity.kafka_items())): values for entity, values in quotas.items()} == {
+        (("user", "alice"),): {"producer_byte_rate": 1048576.0},  # consumer_byte_rate removed
+        (("client-id", "app"), ("user", "alice")): {"request_percentage": 25.5},
+        (("client-id", None),): {"controller_mutation_rate": 10.0},
+    }
+    # SCRAM users.
+    assert result["scram_twice"] == "DUPLICATE_RESOURCE"
+    assert result["scram_users"] == {
+        "alice": ["SCRAM-SHA-256=iterations=8192", "SCRAM-SHA-512=iterations=4096"],
+        "bob": ["SCRAM-SHA-512=iterations=10000"],
+    }
+    assert result["scram_unknown_user"] == "RESOURCE_NOT_FOUND"
+    assert scram == {
+        "alice": [("SCRAM_SHA_256", 8192), ("SCRAM_SHA_512", 4096)],
+        "bob": [("SCRAM_SHA_512", 10000)],
+    }
+    # Transactions: the open one as ListTransactions and DescribeTransactions saw it.
+    assert result["transactions"] == [
+        {
+            "Coordinator": result["transactions"][0]["Coordinator"],
+            "TxnID": "go-admin-tx",
+            "ProducerID": result["transaction_producer_id"],
+            "State": "Ongoing",
+        }
+    ]
+    assert result["transaction_state"] == "Ongoing"
+    assert result["transaction_partitions"] == {"go-admin": {"0": {}}}
+    (txn,) = transactions
+    assert txn["producer_id"] == result["transaction_producer_id"]
+    assert txn["state"] == "CompleteAbort"  # aborted before the client closed
+
+
+# -- IBM Sarama --------------------------------------------------------------------------
+
+
+def test_sarama_producers_consumer_group_and_cluster_admin(go_clients: Path, cluster: MockCluster) -> None:
+    cluster.create_topic("go-sarama", partitions=3)
+    result = run_go(go_clients, "sarama", cluster.bootstrap_servers, "go-sarama", "200")
+    assert result["sync_produced"] == result["async_produced"] == 100
+    assert result["offsets_match"]
+    dense(result, 200)
+    ends = {partition: last + 1 for partition, last in result["last_offsets"].items()}
+    assert result["committed"] == ends
+    assert committed_offsets(cluster, result["group"]) == {int(p): offset for p, offset in ends.items()}
+    admin = result["admin"]
+    assert admin["brokers"] == [0, 1, 2]
+    assert admin["duplicate_topic"] == "TOPIC_ALREADY_EXISTS"
+    assert admin["partitions"] == {"go-sarama-admin": 3, "go-sarama": 3}
+    assert admin["configs"] == {"retention.ms": ["3600000", "Topic"], "cleanup.policy": ["compact", "Topic"]}
+    assert admin["quotas"] == ["client-id=sarama-app producer_byte_rate=1.048576e+06"]
+    assert admin["quota_refused"] == "Invalid configuration key no_such_quota"
+    assert admin["listed_after_delete"] is False
+    held = {
+        tuple(sorted(entity.kafka_items())): values for entity, values in cluster.quotas.describe().items()
+    }
+    assert held[(("client-id", "sarama-app"),)] == {"producer_byte_rate": 1048576.0}
+
+
+# -- segmentio/kafka-go ------------------------------------------------------------------
+
+
+def test_kafka_go_client_writer_and_group_reader(go_clients: Path, cluster: MockCluster) -> None:
+    result = run_go(go_clients, "kafka-go", cluster.bootstrap_servers, "go-kafka-go", "200")
+    assert result["created"] == ""
+    assert result["duplicate"] == "TOPIC_ALREADY_EXISTS"
+    assert result["bad_partitions"] == "INVALID_PARTITIONS"
+    assert result["brokers"] == [0, 1, 2]
+    assert result["replicas"] == [3, 3, 3]
+    assert result["written"] == 200
+    dense(result, 200)
+    ends = {partition: last + 1 for partition, last in result["last_offsets"].items()}
+    assert result["first_offsets"] == {"0": 0, "1": 0, "2": 0}
+    assert result["end_offsets"] == ends
+    assert result["committed"] == ends
+    assert committed_offsets(cluster, result["group"]) == {int(p): offset for p, offset in ends.items()}
