@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker import MockCluster
 
 
 def run_java(
@@ -20,3 +23,48 @@ def run_java(
     assert done.returncode == 0, done.stderr[-4000:]
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
+
+
+# What each Java scenario must send (its recorded requests include these APIs). Together
+# they are every API the broker serves but NOT_SENT_BY_JAVA: test_java_api_coverage.py.
+JAVA_SENDS: dict[str, frozenset[str]] = {
+    "produce-consume": frozenset(
+        {"ApiVersions", "Metadata", "InitProducerId", "Produce", "FindCoordinator", "ListOffsets", "Fetch"}
+        | {"ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch"}
+    ),
+    "rebalance-classic": frozenset(
+        {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetForLeaderEpoch"}
+    ),
+    "quotas": frozenset({"DescribeClientQuotas", "AlterClientQuotas"}),
+    "admin": frozenset(
+        {"CreateTopics", "CreatePartitions", "DescribeTopicPartitions", "DescribeConfigs"}
+        | {"IncrementalAlterConfigs", "DeleteRecords", "DeleteGroups", "DeleteTopics", "DescribeCluster"}
+        | {"DescribeLogDirs", "DescribeQuorum"}
+    ),
+    "admin-cluster": frozenset(
+        {"AlterPartitionReassignments", "ListPartitionReassignments", "ElectLeaders", "AlterReplicaLogDirs"}
+        | {"UpdateFeatures", "AddRaftVoter", "RemoveRaftVoter", "UnregisterBroker", "ListGroups"}
+        | {"DescribeGroups", "ConsumerGroupDescribe", "OffsetDelete", "ListConfigResources"}
+    ),
+    "admin-transactions": frozenset(
+        {"ListTransactions", "DescribeTransactions", "DescribeProducers", "WriteTxnMarkers", "EndTxn"}
+    ),
+    "admin-secure": frozenset(
+        {"SaslHandshake", "SaslAuthenticate", "AlterUserScramCredentials", "DescribeUserScramCredentials"}
+        | {"CreateAcls", "DescribeAcls", "DeleteAcls", "CreateDelegationToken", "DescribeDelegationToken"}
+        | {"RenewDelegationToken", "ExpireDelegationToken"}
+    ),
+    "read-process-write-v1": frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit"}),
+    "telemetry": frozenset({"GetTelemetrySubscriptions", "PushTelemetry"}),
+}
+
+NOT_SENT_BY_JAVA = {
+    "AlterConfigs": "kafka-clients 4.0 removed Admin.alterConfigs; kafka-python's admin client sends it",
+}
+
+
+def assert_java_sent(cluster: MockCluster, scenario: str) -> None:
+    """The cluster (with `record.requests.max` large enough) recorded every API the scenario
+    stands for in JAVA_SENDS."""
+    missing = JAVA_SENDS[scenario] - {r["api"] for r in cluster.requests.list()}
+    assert not missing, f"the Java client sent no {sorted(missing)} in {scenario}"

@@ -12,7 +12,7 @@ from typing import Any
 
 from broker import MockCluster
 from tests.certs import make_certificates
-from tests.java.runner import run_java
+from tests.java.runner import assert_java_sent, run_java
 
 
 def admin_apis(classpath: str, *args: str) -> dict[str, Any]:
@@ -20,8 +20,9 @@ def admin_apis(classpath: str, *args: str) -> dict[str, Any]:
 
 
 def test_reassignments_elections_log_dirs_features_voters_and_groups(java_classpath: str) -> None:
-    with MockCluster(brokers=3) as cluster:
+    with MockCluster(brokers=3, config={"record.requests.max": 100_000}) as cluster:
         result = admin_apis(java_classpath, "cluster", cluster.bootstrap_servers)
+        assert_java_sent(cluster, "admin-cluster")
     assert result == {
         "reassigned_replicas": [1, 2],
         "leader_after_reassignment": 1,  # the old leader left: the first new replica in the ISR leads
@@ -56,9 +57,10 @@ def test_reassignments_elections_log_dirs_features_voters_and_groups(java_classp
 def test_transactions_and_producers(java_classpath: str) -> None:
     """A hanging transaction, as `kafka-transactions.sh find-hanging`/`abort` handle one: the
     Admin client lists, describes and aborts it; fences and force-terminates producers."""
-    with MockCluster() as cluster:
+    with MockCluster(config={"record.requests.max": 100_000}) as cluster:
         cluster.create_topic("held", partitions=1)
         result = admin_apis(java_classpath, "transactions", cluster.bootstrap_servers, "held")
+        assert_java_sent(cluster, "admin-transactions")
     assert result == {
         "listed": {"hanging-tx": "ONGOING"},
         "listed_ongoing": 1,
@@ -93,10 +95,12 @@ def test_scram_users_acls_and_delegation_tokens_over_sasl_ssl(java_classpath: st
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
         "delegation.token.secret.key": "token-secret",
+        "record.requests.max": "100000",
     }
     with MockCluster(config=config) as cluster:
         result = admin_apis(java_classpath, "secure", cluster.bootstrap_for("SASL_SSL"), certs.cafile)
         principals = {r["principal"] for r in cluster.requests.list(api_key=0)}
+        assert_java_sent(cluster, "admin-secure")
     assert result == {
         "carol_credentials": ["SCRAM-SHA-256/8192"],
         "describe_unknown_user": "ResourceNotFoundException",

@@ -13,14 +13,14 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from broker import MockCluster
-from tests.java.runner import run_java
+from tests.java.runner import assert_java_sent, run_java
 
 MiB = 1_048_576
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Any:
-    with MockCluster(brokers=3, config={"num.partitions": "3"}) as cluster:
+    with MockCluster(brokers=3, config={"num.partitions": "3", "record.requests.max": 100_000}) as cluster:
         yield cluster
 
 
@@ -46,6 +46,8 @@ def test_idempotent_producer_and_group_consumer(
     finally:
         admin.close()
     assert sum(offset.offset for offset in committed.values()) == 300
+    if group_protocol == "consumer":
+        assert_java_sent(cluster, "produce-consume")
 
 
 def test_the_java_clients_throttle_metrics_are_what_the_broker_sent(java_classpath: str) -> None:
@@ -73,6 +75,7 @@ def test_the_java_admin_client_administers_client_quotas(java_classpath: str) ->
     with MockCluster() as cluster:
         result = run_java(java_classpath, "quotas", cluster.bootstrap_servers)
         held = cluster.quotas.describe()
+        assert_java_sent(cluster, "quotas")
     assert result["all"] == [alice_app, default_client, alice]
     assert result["alice"] == [alice_app, alice]  # contains: alice with any client id
     assert result["alice_only"] == [alice]  # containsOnly: the user entity alone
@@ -127,8 +130,9 @@ def test_the_java_consumers_fetch_throttle_metrics_are_what_the_broker_sent(java
 
 
 def test_the_java_admin_client_over_topics_configs_records_groups_and_cluster(java_classpath: str) -> None:
-    with MockCluster(brokers=3) as cluster:
+    with MockCluster(brokers=3, config={"record.requests.max": 100_000}) as cluster:
         result = run_java(java_classpath, "admin", cluster.bootstrap_servers)
+        assert_java_sent(cluster, "admin")
     assert result == {
         "cluster_nodes": 3,
         "listed": True,
@@ -169,13 +173,13 @@ def test_java_read_process_write_commits_offsets_in_the_transaction(
             str(transaction_version),
         )
         sent = {r["api"] for r in cluster.requests.list()}
+        if transaction_version == 1:
+            assert_java_sent(cluster, "read-process-write-v1")
     assert result["read_committed"] == sorted(f"VALUE-{i}" for i in range(20))
     assert result["read_uncommitted"] > 20  # the aborted batch is in the log
     assert result["group_offsets"] == {"0": 10, "1": 10}
     assert "TxnOffsetCommit" in sent
-    if transaction_version == 1:
-        assert {"AddPartitionsToTxn", "AddOffsetsToTxn"} <= sent
-    else:
+    if transaction_version == 2:
         assert not {"AddPartitionsToTxn", "AddOffsetsToTxn"} & sent
 
 
@@ -189,6 +193,7 @@ def test_the_java_client_pushes_its_metrics(java_classpath: str) -> None:
         )
         result = run_java(java_classpath, "telemetry", cluster.bootstrap_servers, "measured")
         pushes = cluster.client_metrics.pushes()
+        assert_java_sent(cluster, "telemetry")
     assert pushes
     # Kafka's Uuid prints as URL-safe base64 of its 16 bytes.
     java_id = uuid.UUID(bytes=base64.urlsafe_b64decode(result["client_instance_id"] + "=="))

@@ -11,6 +11,7 @@ from typing import IO, Any
 import pytest
 
 from broker import MockCluster
+from tests.java.runner import assert_java_sent
 
 
 def next_line(stream: IO[str], process: subprocess.Popen[str]) -> dict[str, Any]:
@@ -27,7 +28,7 @@ def next_line(stream: IO[str], process: subprocess.Popen[str]) -> dict[str, Any]
 @pytest.mark.parametrize("group_protocol", ["classic", "consumer"])
 def test_members_come_and_go_and_the_coordinator_stops(java_classpath: str, group_protocol: str) -> None:
     group = f"rebalancing-{group_protocol}"
-    with MockCluster(brokers=3) as cluster:
+    with MockCluster(brokers=3, config={"record.requests.max": 100_000}) as cluster:
         cluster.create_topic("shared", partitions=6, replication_factor=3)
         with subprocess.Popen(
             [
@@ -59,6 +60,8 @@ def test_members_come_and_go_and_the_coordinator_stops(java_classpath: str, grou
                 java.stdin.write("started\n")
                 java.stdin.flush()
                 result = next_line(java.stdout, java)
+                if group_protocol == "classic":
+                    assert_java_sent(cluster, "rebalance-classic")
                 assert java.wait(timeout=120) == 0, java.stderr.read()  # type: ignore[union-attr]
             finally:
                 if java.poll() is None:

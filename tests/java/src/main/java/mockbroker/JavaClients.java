@@ -423,6 +423,7 @@ public final class JavaClients {
                     // The first batch is aborted: its output is never read, and its offsets
                     // were not committed, so the consumer goes back and copies it again.
                     abortedOnce = true;
+                    producer.flush();  // written, then aborted (unsent records would just be dropped)
                     producer.abortTransaction();
                     for (var partition : next.keySet()) {
                         var committed = consumer.committed(java.util.Set.of(partition)).get(partition);
