@@ -13,6 +13,7 @@ import java.util.concurrent.TimeUnit;
 
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.config.TopicConfig;
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -113,6 +114,10 @@ public final class StreamsApp {
         config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         config.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+        // Internal topics roll and become cleanable soon: the broker compacts the changelogs
+        // while the application runs.
+        config.put(StreamsConfig.topicPrefix(TopicConfig.SEGMENT_MS_CONFIG), 100);
+        config.put(StreamsConfig.topicPrefix(TopicConfig.MIN_CLEANABLE_DIRTY_RATIO_CONFIG), 0.01);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10_000);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1_000);
         config.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10_000);
