@@ -5,6 +5,8 @@ what the broker holds afterwards."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ def cluster() -> Iterator[MockCluster]:
     config = {
         "num.partitions": "3",
         "group.initial.rebalance.delay.ms": "0",  # one member per group: no point waiting
+        # KIP-848 members hand partitions over on heartbeats: every second, not every 5.
+        "group.consumer.heartbeat.interval.ms": "1000",
+        "group.consumer.min.heartbeat.interval.ms": "1000",
     }
     with MockCluster(brokers=3, config=config) as cluster:
         yield cluster
@@ -144,6 +149,62 @@ def test_kgo_waits_out_the_throttle_the_broker_sent(go_clients: Path) -> None:
         assert wait >= throttle // 2
 
 
+def test_kgo_idempotent_producer_carries_on_when_a_leader_stops(go_clients: Path) -> None:
+    """Half the records are produced; broker 1, leader of partition 1, stops; the rest go
+    to partition 1's new leader. Every record is there exactly once, in order, at the
+    offset the producer was told: no duplicate from a retry, no gap."""
+    with MockCluster(brokers=3) as cluster:
+        cluster.create_topic("go-failover", partitions=3, replication_factor=3)
+        leaders = {p["partition"]: p["leader"] for p in cluster.describe()["topics"][0]["partitions"]}
+        assert leaders[1] == 1
+        process = subprocess.Popen(
+            [str(go_clients), "kgo-failover", cluster.bootstrap_servers, "go-failover", "400"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert process.stdout is not None and process.stdin is not None
+            assert json.loads(process.stdout.readline()) == {"phase": "half"}
+            cluster.stop_broker(1)
+            process.stdin.write("\n")
+            process.stdin.flush()
+            out, err = process.communicate(timeout=180)
+        finally:
+            process.kill()
+            process.wait()
+        assert process.returncode == 0, err[-4000:]
+        moved = {p["partition"]: p["leader"] for p in cluster.describe()["topics"][0]["partitions"]}
+    result = json.loads(out.strip().splitlines()[-1])
+    assert moved[1] != 1
+    assert result["produced"] == 400
+    assert result["offsets_match"]
+    dense(result, 400)
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_kgo_group_splits_partitions_when_a_member_joins(
+    go_clients: Path, cluster: MockCluster, protocol: str
+) -> None:
+    """The first member owns all six partitions; when a second joins, each ends with three
+    (KIP-848: the broker's range assignor, revocation then assignment on heartbeats;
+    classic: kgo's cooperative-sticky rebalance). Every record is read exactly once."""
+    topic = f"go-rebalance-{protocol}"
+    cluster.create_topic(topic, partitions=6)
+    result = run_go(go_clients, "kgo-rebalance", cluster.bootstrap_servers, topic, protocol, "120")
+    assert result["alone"] == [0, 1, 2, 3, 4, 5]
+    first, second = result["together"]["a"], result["together"]["b"]
+    assert len(first) == len(second) == 3
+    assert sorted(first + second) == [0, 1, 2, 3, 4, 5]
+    assert result["unique"] == 120
+    assert result["consumed"] == 120  # no record read by both members
+    group = f"go-rebalance-{protocol}-{topic}"
+    assert sum(committed_offsets(cluster, group).values()) == 120
+    described = cluster.describe_group(group)
+    assert described is not None and described["type"] == protocol
+
+
 # -- franz-go kadm -----------------------------------------------------------------------
 
 
@@ -241,6 +302,29 @@ def test_kadm_administers_the_cluster(go_clients: Path) -> None:
     (txn,) = transactions
     assert txn["producer_id"] == result["transaction_producer_id"]
     assert txn["state"] == "CompleteAbort"  # aborted before the client closed
+
+
+def test_kadm_reports_kafkas_refusals(go_clients: Path, cluster: MockCluster) -> None:
+    result = run_go(go_clients, "kadm-errors", cluster.bootstrap_servers)
+    assert result == {
+        "fewer_partitions": "INVALID_PARTITIONS: The topic go-errors currently has 3 partition(s); "
+        "2 would not be an increase.",
+        "unknown_config": "INVALID_CONFIG: Unknown topic config name: no.such.config",
+        "configs_of_missing_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+        "delete_records_beyond_end": "OFFSET_OUT_OF_RANGE",
+        "delete_missing_topic": "UNKNOWN_TOPIC_OR_PARTITION",
+        "delete_missing_group": "GROUP_ID_NOT_FOUND",
+        "describe_missing_transaction": "TRANSACTIONAL_ID_NOT_FOUND",
+        "elect_preferred_leader": "ELECTION_NOT_NEEDED",
+        "quota_for_a_bad_ip": "INVALID_REQUEST: not an ip is not a valid IP or resolvable host.",
+        "delegation_tokens_on_plaintext": "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+        "validated_topic_created": False,  # validateOnly
+        # Five records one second apart: the first at or after 2.5 s is offset 3.
+        "offset_after_time": 3,
+        "max_timestamp": [4, 4000],
+        "max_timestamp_empty_partition": -1,
+        "end_of_epoch_0": 5,
+    }
 
 
 # -- IBM Sarama --------------------------------------------------------------------------

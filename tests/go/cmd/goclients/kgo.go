@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -281,4 +282,180 @@ func kgoThrottled(ctx context.Context, bootstrap, topic string, count int) any {
 	hook.mu.Lock()
 	defer hook.mu.Unlock()
 	return kgoThrottledResult{Sent: count, Throttles: hook.throttles, AfterResponse: hook.after, WriteWaits: hook.writeWaits}
+}
+
+type kgoFailoverResult struct {
+	Produced     int  `json:"produced"`
+	OffsetsMatch bool `json:"offsets_match"`
+	*readBack
+}
+
+// kgoFailover produces the first half of COUNT keyed records, prints a line and waits for
+// one on stdin (the test stops a broker meanwhile), produces the rest and reads all back.
+func kgoFailover(ctx context.Context, bootstrap, topic string, count int) any {
+	producer := newClient(bootstrap, kgo.ClientID("go-failover"), kgo.DefaultProduceTopic(topic),
+		kgo.RequiredAcks(kgo.AllISRAcks()))
+	defer producer.Close()
+	sent := map[string]int64{}
+	produce := func(from, to int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := from; i < to; i++ {
+			wg.Add(1)
+			producer.Produce(ctx, &kgo.Record{Key: []byte(key(i)), Value: []byte(value(i))}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				check(err, "producing")
+				mu.Lock()
+				sent[string(r.Key)] = r.Offset
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}
+	produce(0, count/2)
+	fmt.Println(`{"phase": "half"}`)
+	_, err := fmt.Scanln()
+	check(err, "waiting for the test")
+	produce(count/2, count)
+	result := kgoFailoverResult{Produced: len(sent), readBack: newReadBack()}
+	consumer := newClient(bootstrap, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	defer consumer.Close()
+	for result.Consumed < count {
+		fetches := consumer.PollFetches(ctx)
+		fetches.EachError(func(t string, p int32, err error) { check(err, fmt.Sprintf("fetching %s-%d", t, p)) })
+		fetches.EachRecord(func(r *kgo.Record) { result.add(r.Partition, r.Offset, string(r.Key), string(r.Value)) })
+	}
+	result.OffsetsMatch = result.sameOffsets(sent)
+	return result
+}
+
+type kgoRebalanceResult struct {
+	// What each member owned once the group settled: first alone, then with the second.
+	Alone    []int32            `json:"alone"`
+	Together map[string][]int32 `json:"together"`
+	Consumed int                `json:"consumed"`
+	Unique   int                `json:"unique"`
+}
+
+// owned tracks a member's partitions through kgo's assignment callbacks.
+type owned struct {
+	mu    sync.Mutex
+	parts map[int32]bool
+}
+
+func (o *owned) list() []int32 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := []int32{}
+	for p := range o.parts {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func (o *owned) opts() []kgo.Opt {
+	return []kgo.Opt{
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			for _, ps := range assigned {
+				for _, p := range ps {
+					o.parts[p] = true
+				}
+			}
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			o.mu.Lock()
+			defer o.mu.Unlock()
+			for _, ps := range revoked {
+				for _, p := range ps {
+					delete(o.parts, p)
+				}
+			}
+		}),
+	}
+}
+
+// kgoRebalance: a member of a new group (PROTOCOL classic or consumer) owns every
+// partition of TOPIC; a second member joins and the partitions are split between them.
+// Both consume and commit; every record is read, none twice across the handover.
+func kgoRebalance(ctx context.Context, bootstrap, topic, protocol string, count int) any {
+	loader := newClient(bootstrap, kgo.DefaultProduceTopic(topic))
+	for i := 0; i < count; i++ {
+		check(loader.ProduceSync(ctx, &kgo.Record{Key: []byte(key(i)), Value: []byte(value(i))}).FirstErr(), "producing")
+	}
+	loader.Close()
+	group := fmt.Sprintf("go-rebalance-%s-%s", protocol, topic)
+	member := func(name string, o *owned) *kgo.Client {
+		opts := append(o.opts(), kgo.ClientID(name), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitMarks(),
+			kgo.AutoCommitInterval(100*time.Millisecond), kgo.HeartbeatInterval(500*time.Millisecond))
+		if protocol == "consumer" {
+			opts = append(opts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+		}
+		return newClient(bootstrap, opts...)
+	}
+	seen := map[string]int{}
+	var seenMu sync.Mutex
+	poll := func(cl *kgo.Client, stop <-chan struct{}, done *sync.WaitGroup) {
+		defer done.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pollCtx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+			fetches := cl.PollFetches(pollCtx)
+			cancel()
+			fetches.EachRecord(func(r *kgo.Record) {
+				seenMu.Lock()
+				seen[string(r.Key)]++
+				seenMu.Unlock()
+				cl.MarkCommitRecords(r)
+			})
+			cl.AllowRebalance()
+		}
+	}
+	settled := func(want func() bool) {
+		for !want() {
+			select {
+			case <-ctx.Done():
+				fail("the group did not settle")
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	result := kgoRebalanceResult{Together: map[string][]int32{}}
+	first, second := &owned{parts: map[int32]bool{}}, &owned{parts: map[int32]bool{}}
+	a := member("go-member-a", first)
+	stop := make(chan struct{})
+	var polling sync.WaitGroup
+	polling.Add(1)
+	go poll(a, stop, &polling)
+	settled(func() bool { return len(first.list()) == 6 })
+	result.Alone = first.list()
+	b := member("go-member-b", second)
+	polling.Add(1)
+	go poll(b, stop, &polling)
+	settled(func() bool { return len(first.list()) == 3 && len(second.list()) == 3 })
+	result.Together["a"], result.Together["b"] = first.list(), second.list()
+	settled(func() bool {
+		seenMu.Lock()
+		defer seenMu.Unlock()
+		return len(seen) == count
+	})
+	close(stop)
+	polling.Wait()
+	for _, cl := range []*kgo.Client{a, b} {
+		check(cl.CommitMarkedOffsets(ctx), "committing")
+	}
+	a.Close()
+	b.Close()
+	for _, n := range seen {
+		result.Consumed += n
+	}
+	result.Unique = len(seen)
+	return result
 }

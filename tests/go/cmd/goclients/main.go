@@ -16,9 +16,17 @@
 //	kgo-throttled BOOTSTRAP TOPIC COUNT
 //	    a producer (client id go-loader) sends COUNT 100 kB records one at a time; prints
 //	    what its OnBrokerThrottle hook saw and how long each produce waited to be written
+//	kgo-failover BOOTSTRAP TOPIC COUNT
+//	    an idempotent producer sends half of COUNT keyed records, prints a line and waits
+//	    for one on stdin (the test stops a broker), sends the rest; all are read back
+//	kgo-rebalance BOOTSTRAP TOPIC PROTOCOL COUNT
+//	    one member of a new group owns every partition; a second joins and the group
+//	    splits them; together they read COUNT records once each and commit
 //	kadm BOOTSTRAP
 //	    the kadm admin client over topics, partitions, configs, offsets, records, groups,
 //	    ACLs, client quotas, SCRAM users, the cluster and transactions
+//	kadm-errors BOOTSTRAP
+//	    what kadm reports for requests Kafka refuses; offsets by time and leader epoch
 //	sarama BOOTSTRAP TOPIC COUNT
 //	    Sarama's idempotent SyncProducer and AsyncProducer, a ConsumerGroup reading
 //	    everything back and committing, and its ClusterAdmin
@@ -54,6 +62,12 @@ func main() {
 		result = kgoEOS(ctx, bootstrap, args[0], args[1], args[2], atoi(args[3]))
 	case "kgo-throttled":
 		result = kgoThrottled(ctx, bootstrap, args[0], atoi(args[1]))
+	case "kgo-rebalance":
+		result = kgoRebalance(ctx, bootstrap, args[0], args[1], atoi(args[2]))
+	case "kgo-failover":
+		result = kgoFailover(ctx, bootstrap, args[0], atoi(args[1]))
+	case "kadm-errors":
+		result = kadmErrors(ctx, bootstrap)
 	case "kadm":
 		result = kadmAdmin(ctx, bootstrap)
 	case "sarama":
