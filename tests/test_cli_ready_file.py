@@ -65,8 +65,9 @@ def test_ready_file_names_free_ports_that_serve(spawn: Callable[..., BrokerProce
         (i, ports[i], True) for i in range(3)
     ]
     assert produce_and_consume(info["bootstrap_servers"], "ready", 3) == [b"value-0", b"value-1", b"value-2"]
-    # Written by a rename: no temporary file is left beside it.
+    # Written by a rename: no temporary file is left beside it; readable by anyone.
     assert [p.name for p in tmp_path.iterdir()] == ["ready.json"]
+    assert ready.stat().st_mode & 0o777 == 0o644
 
     broker.proc.send_signal(signal.SIGTERM)
     assert broker.wait(timeout=10) == 0, broker.stderr
