@@ -87,11 +87,13 @@ def produce(cluster: MockCluster, sent: list[Payment], first: int) -> None:
 class StreamsProcess:
     """The Java application (mockbroker.StreamsApp) in a process of its own."""
 
-    def __init__(self, classpath: str, cluster: MockCluster, work: Path) -> None:
-        """`work` is the instance's own directory: its state.dir, standard output and error."""
-        work.mkdir()
-        self.out = work / "streams.out"
-        self.err = work / "streams.err"
+    def __init__(
+        self, classpath: str, cluster: MockCluster, state_dir: Path, logs: Path, pace_ms: int
+    ) -> None:
+        """Its standard output and error go to `logs`.out and `logs`.err; each input record
+        takes `pace_ms` more to process."""
+        self.out = logs.with_suffix(".out")
+        self.err = logs.with_suffix(".err")
         with self.out.open("w") as out, self.err.open("w") as err:
             self.process = subprocess.Popen(
                 [
@@ -107,7 +109,8 @@ class StreamsProcess:
                     INPUT,
                     WINDOWED,
                     TOTALS,
-                    str(work / "state"),
+                    str(state_dir),
+                    str(pace_ms),
                 ],
                 stdin=subprocess.PIPE,
                 stdout=out,
@@ -138,7 +141,12 @@ class StreamsProcess:
 def cluster() -> Iterator[MockCluster]:
     # The log cleaner looks often: the application's changelogs (rolled every 100 ms of
     # record time, topic.segment.ms) are compacted while it runs.
-    config = {"log.cleaner.backoff.ms": 100, "record.requests.max": 100_000}
+    # No wait for more members before a group's first rebalance, as in Kafka's own tests.
+    config = {
+        "log.cleaner.backoff.ms": 100,
+        "group.initial.rebalance.delay.ms": 0,
+        "record.requests.max": 100_000,
+    }
     with MockCluster(brokers=3, config=config) as cluster:
         cluster.create_topic(INPUT, partitions=3, replication_factor=3)
         cluster.create_topic(WINDOWED, partitions=3, replication_factor=3)
@@ -217,18 +225,19 @@ def repartition_purged(cluster: MockCluster, reader: OutputReader, streams: Stre
 
 
 class Run:
-    """The application and a reader of its output; `restart()` replaces the instance with one
-    that has an empty state directory (it restores its stores from their changelogs)."""
+    """The application and a reader of its output."""
 
-    def __init__(self, classpath: str, cluster: MockCluster, tmp_path: Path) -> None:
-        self.classpath, self.cluster, self.tmp_path = classpath, cluster, tmp_path
-        self.instances = 0
+    def __init__(self, classpath: str, cluster: MockCluster, tmp_path: Path, pace_ms: int) -> None:
+        self.classpath, self.cluster, self.tmp_path, self.pace_ms = classpath, cluster, tmp_path, pace_ms
+        self.launches = 0
+        self.state_dir = tmp_path / "state-1"
         self.streams = self.launch()
         self.reader = OutputReader(cluster)
 
     def launch(self) -> StreamsProcess:
-        self.instances += 1
-        return StreamsProcess(self.classpath, self.cluster, self.tmp_path / f"instance-{self.instances}")
+        self.launches += 1
+        logs = self.tmp_path / f"streams-{self.launches}"
+        return StreamsProcess(self.classpath, self.cluster, self.state_dir, logs, self.pace_ms)
 
     def stop(self) -> None:
         result = self.streams.close()
@@ -237,7 +246,17 @@ class Run:
         assert "ERROR" not in result["states"]
 
     def restart(self) -> None:
+        """A new instance with an empty state directory replaces this one: it restores its
+        stores from their changelogs."""
         self.stop()
+        self.state_dir = self.tmp_path / f"state-{self.launches + 1}"
+        self.streams = self.launch()
+
+    def crash(self) -> None:
+        """The process is killed (its open transactions stay open) and started again on its
+        state directory: the same process id, so the same transactional ids, whose
+        InitProducerId fences the old producers and aborts their transactions."""
+        self.streams.kill()
         self.streams = self.launch()
 
 
@@ -256,13 +275,14 @@ def run_application(
     before: Hook = nothing,
     after_producing: Hook = nothing,
     batches: int = 3,
+    pace_ms: int = 0,
 ) -> None:
     """Produces `batches` batches of 100 payments, each after the application has processed
     the one before (`before(n)` runs before batch n, `after_producing(n)` after it is
     produced), then checks every update of the output and the internal topics."""
     start = (int(time.time() * 1000) // WINDOW_MS - 6) * WINDOW_MS
     sent = payments(100 * batches, seed=batches, start=start)
-    run = Run(classpath, cluster, tmp_path)
+    run = Run(classpath, cluster, tmp_path, pace_ms)
     try:
         for n in range(batches):
             before(n, run)
@@ -281,17 +301,26 @@ def run_application(
     assert dict(run.reader.totals) == totals
 
 
-def test_exactly_once_windowed_aggregation_and_restore(
+def test_exactly_once_through_a_crash_and_a_restart(
     java_classpath: str, cluster: MockCluster, tmp_path: Path
 ) -> None:
-    """Before the last batch a new instance with an empty state directory replaces the
-    application: it restores both stores from their (compacted) changelogs."""
+    """The application is killed while it processes the second batch and started again on
+    its state directory; before the last batch a new instance with an empty state
+    directory replaces it and restores both stores from their (compacted) changelogs."""
+
+    def after_producing(n: int, run: Run) -> None:
+        if n == 1:
+            run.reader.read_until(run.reader.read() + 1, run.streams)  # it is processing the batch
+            run.crash()
 
     def before(n: int, run: Run) -> None:
         if n == 2:
             run.restart()
 
-    run_application(java_classpath, cluster, tmp_path, before=before)
+    # 10 ms a payment: a batch takes a second, the transactions are open most of the time.
+    run_application(
+        java_classpath, cluster, tmp_path, before=before, after_producing=after_producing, pace_ms=10
+    )
 
 
 @pytest.mark.parametrize("transaction_version", [1, 2])
@@ -299,8 +328,8 @@ def test_exactly_once_while_a_broker_stops_and_starts(
     java_classpath: str, cluster: MockCluster, tmp_path: Path, transaction_version: int
 ) -> None:
     """The broker that coordinates the transactions of one of the application's producers
-    (and leads a third of the partitions) stops while the second batch is processed and
-    starts again before the third. transaction.version 2 (KIP-890, a new 4.x cluster) adds
+    (and leads a third of the partitions) stops while the second batch is processed (in
+    open transactions: 10 ms a payment) and starts again before the third. transaction.version 2 (KIP-890, a new 4.x cluster) adds
     partitions and offsets to a transaction implicitly; 1 (a cluster upgraded from 3.x)
     has the producer send AddPartitionsToTxn and AddOffsetsToTxn."""
     if transaction_version != 2:
@@ -313,6 +342,7 @@ def test_exactly_once_while_a_broker_stops_and_starts(
 
     def after_producing(n: int, run: Run) -> None:
         if n == 1:
+            run.reader.read_until(run.reader.read() + 1, run.streams)  # it is processing the batch
             transactional_ids = sorted(t["transactional_id"] for t in cluster.list_transactions())
             stopped.append(
                 cluster.on_loop(lambda: cluster.transactions.coordinator_for(transactional_ids[0]))
@@ -323,6 +353,8 @@ def test_exactly_once_while_a_broker_stops_and_starts(
         if n == 2:
             cluster.start_broker(stopped[0])
 
-    run_application(java_classpath, cluster, tmp_path, before=before, after_producing=after_producing)
+    run_application(
+        java_classpath, cluster, tmp_path, before=before, after_producing=after_producing, pace_ms=10
+    )
     sent = {request["api"] for request in cluster.requests.list() if request["client_id"].startswith(APP)}
     assert ("AddOffsetsToTxn" in sent) == (transaction_version == 1)

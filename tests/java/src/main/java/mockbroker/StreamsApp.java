@@ -35,7 +35,7 @@ import org.apache.kafka.streams.state.WindowStore;
  * the broker, driven by tests/java/test_kafka_streams.py.
  *
  * <pre>
- * run BOOTSTRAP APPLICATION_ID INPUT WINDOWED TOTALS STATE_DIR
+ * run BOOTSTRAP APPLICATION_ID INPUT WINDOWED TOTALS STATE_DIR PACE_MS
  * </pre>
  *
  * INPUT holds records keyed by a transaction id whose value is "user:amount", with the
@@ -47,7 +47,8 @@ import org.apache.kafka.streams.state.WindowStore;
  * <li>over all time (the user-totals store, a compacted changelog): every update goes to
  *     TOTALS as "user" -> "count:sum".</li>
  * </ul>
- * Caching is off, so every record processed is one update. It prints "RUNNING" once the
+ * Caching is off, so every record processed is one update. Each input record takes PACE_MS
+ * more to process (transactions are open most of the time, for a test that kills it). It prints "RUNNING" once the
  * instance is running, runs until its standard input closes, then closes and prints one
  * line of JSON: whether it closed in time, the states it went through and the uncaught
  * exceptions of its threads.
@@ -59,7 +60,7 @@ public final class StreamsApp {
         if (!args[0].equals("run")) {
             throw new IllegalArgumentException("unknown mode " + args[0]);
         }
-        run(args[1], args[2], args[3], args[4], args[5], args[6]);
+        run(args[1], args[2], args[3], args[4], args[5], args[6], Long.parseLong(args[7]));
     }
 
     private static String strings(List<String> values) {
@@ -72,6 +73,14 @@ public final class StreamsApp {
         return "[" + String.join(", ", quoted) + "]";
     }
 
+    private static void pace(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     static String add(String aggregate, long amount) {
         int colon = aggregate.indexOf(':');
         long count = Long.parseLong(aggregate.substring(0, colon));
@@ -80,10 +89,11 @@ public final class StreamsApp {
     }
 
     private static void run(String bootstrap, String applicationId, String input, String windowed, String totals,
-            String stateDir) throws Exception {
+            String stateDir, long paceMs) throws Exception {
         StreamsBuilder builder = new StreamsBuilder();
         KGroupedStream<String, Long> byUser = builder
                 .stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+                .peek((txn, value) -> pace(paceMs))
                 .map((txn, value) -> {
                     int colon = value.indexOf(':');
                     return KeyValue.pair(value.substring(0, colon), Long.parseLong(value.substring(colon + 1)));
@@ -118,7 +128,7 @@ public final class StreamsApp {
         // while the application runs.
         config.put(StreamsConfig.topicPrefix(TopicConfig.SEGMENT_MS_CONFIG), 100);
         config.put(StreamsConfig.topicPrefix(TopicConfig.MIN_CLEANABLE_DIRTY_RATIO_CONFIG), 0.01);
-        config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 10_000);
+        config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6_000);
         config.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1_000);
         config.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10_000);
 
