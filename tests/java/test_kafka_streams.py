@@ -252,11 +252,16 @@ class Run:
         self.state_dir = self.tmp_path / f"state-{self.launches + 1}"
         self.streams = self.launch()
 
-    def crash(self) -> None:
-        """The process is killed (its open transactions stay open) and started again on its
-        state directory: the same process id, so the same transactional ids, whose
-        InitProducerId fences the old producers and aborts their transactions."""
+    def crash(self, fresh_state: bool = False) -> None:
+        """The process is killed (its open transactions stay open) and started again. On
+        its state directory it has the same process id, so the same transactional ids,
+        whose InitProducerId fences the old producers and aborts their transactions; on an
+        empty one (`fresh_state`) the old transactions stay open until the coordinator
+        aborts them after transaction.timeout.ms, holding back the read_committed
+        restoration of the changelogs until then."""
         self.streams.kill()
+        if fresh_state:
+            self.state_dir = self.tmp_path / f"state-{self.launches + 1}"
         self.streams = self.launch()
 
 
@@ -301,17 +306,19 @@ def run_application(
     assert dict(run.reader.totals) == totals
 
 
-def test_exactly_once_through_a_crash_and_a_restart(
+def test_exactly_once_through_crashes_and_a_restart(
     java_classpath: str, cluster: MockCluster, tmp_path: Path
 ) -> None:
     """The application is killed while it processes the second batch and started again on
-    its state directory; before the last batch a new instance with an empty state
-    directory replaces it and restores both stores from their (compacted) changelogs."""
+    its state directory; a new instance with an empty state directory replaces it before
+    the third batch (it restores both stores from their compacted changelogs), and is
+    killed while it processes that batch and replaced by one with an empty state
+    directory again."""
 
     def after_producing(n: int, run: Run) -> None:
-        if n == 1:
+        if n > 0:
             run.reader.read_until(run.reader.read() + 1, run.streams)  # it is processing the batch
-            run.crash()
+            run.crash(fresh_state=n == 2)
 
     def before(n: int, run: Run) -> None:
         if n == 2:
