@@ -304,6 +304,32 @@ def test_kadm_administers_the_cluster(go_clients: Path) -> None:
     assert txn["state"] == "CompleteAbort"  # aborted before the client closed
 
 
+def test_a_scram_user_made_with_kadm_logs_in_with_kgo(go_clients: Path) -> None:
+    """AlterUserScramCredentials from kadm, then a kgo client logs in with SCRAM-SHA-512
+    over SASL_PLAINTEXT and produces as that user; a wrong password, and the same one
+    once the credential is deleted, get SASL_AUTHENTICATION_FAILED."""
+    config = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,SCRAM-SHA-512",
+    }
+    with MockCluster(config=config) as cluster:
+        cluster.create_topic("go-scram")
+        result = run_go(
+            go_clients,
+            "kgo-scram",
+            cluster.bootstrap_servers,
+            cluster.bootstrap_for("SASL_PLAINTEXT"),
+            "go-scram",
+        )
+        producers = {r["principal"] for r in cluster.requests.list(api_key=0)}
+    assert result == {
+        "logged_in": "",
+        "wrong_password": "SASL_AUTHENTICATION_FAILED",
+        "after_delete": "SASL_AUTHENTICATION_FAILED",
+    }
+    assert producers == {"User:dave"}
+
+
 def test_kadm_reports_kafkas_refusals(go_clients: Path, cluster: MockCluster) -> None:
     result = run_go(go_clients, "kadm-errors", cluster.bootstrap_servers)
     assert result == {

@@ -22,6 +22,9 @@
 //	kgo-rebalance BOOTSTRAP TOPIC PROTOCOL COUNT
 //	    one member of a new group owns every partition; a second joins and the group
 //	    splits them; together they read COUNT records once each and commit
+//	kgo-scram BOOTSTRAP SASL_BOOTSTRAP TOPIC
+//	    kadm creates a SCRAM-SHA-512 user; kgo logs in with it over SASL_PLAINTEXT and
+//	    produces; a wrong password and the deleted credential are refused
 //	kadm BOOTSTRAP
 //	    the kadm admin client over topics, partitions, configs, offsets, records, groups,
 //	    ACLs, client quotas, SCRAM users, the cluster and transactions
@@ -66,6 +69,8 @@ func main() {
 		result = kgoRebalance(ctx, bootstrap, args[0], args[1], atoi(args[2]))
 	case "kgo-failover":
 		result = kgoFailover(ctx, bootstrap, args[0], atoi(args[1]))
+	case "kgo-scram":
+		result = kgoScram(ctx, bootstrap, args[0], args[1])
 	case "kadm-errors":
 		result = kadmErrors(ctx, bootstrap)
 	case "kadm":

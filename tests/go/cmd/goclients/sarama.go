@@ -12,7 +12,7 @@ import (
 
 func saramaConfig(clientID string) *sarama.Config {
 	config := sarama.NewConfig()
-	config.Version = sarama.V4_0_0_0
+	config.Version = sarama.V4_3_1_0 // the newest Kafka Sarama 1.61.1 knows: its newest request versions
 	config.ClientID = clientID
 	config.Producer.Idempotent = true
 	config.Producer.RequiredAcks = sarama.WaitForAll
