@@ -205,6 +205,24 @@ def test_kgo_group_splits_partitions_when_a_member_joins(
     assert described is not None and described["type"] == protocol
 
 
+def test_kgo_regex_subscription_resolved_by_the_broker(go_clients: Path, cluster: MockCluster) -> None:
+    """KIP-848 with a regex (kgo's ConsumeRegex and ServerSideBalancer): the broker
+    resolves ^go-rx-.* to the matching topics, picks up one created after the member
+    joined (Kafka re-resolves at most every 10 s), and leaves other-go-rx alone."""
+    result = run_go(go_clients, "kgo-regex", cluster.bootstrap_servers, "go-rx")
+    assert result["read"] == ["go-rx-a", "go-rx-b", "go-rx-late"]
+    admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        committed = admin.list_group_offsets(["go-regex-go-rx"])["go-regex-go-rx"]
+    finally:
+        admin.close()
+    assert {(tp.topic, tp.partition): o.offset for tp, o in committed.items()} == {
+        ("go-rx-a", 0): 1,
+        ("go-rx-b", 0): 1,
+        ("go-rx-late", 0): 1,
+    }
+
+
 # -- franz-go kadm -----------------------------------------------------------------------
 
 

@@ -22,6 +22,9 @@
 //	kgo-rebalance BOOTSTRAP TOPIC PROTOCOL COUNT
 //	    one member of a new group owns every partition; a second joins and the group
 //	    splits them; together they read COUNT records once each and commit
+//	kgo-regex BOOTSTRAP PREFIX
+//	    a KIP-848 member subscribed to ^PREFIX-.* reads the matching topics, also one
+//	    created after it joined, and commits
 //	kgo-scram BOOTSTRAP SASL_BOOTSTRAP TOPIC
 //	    kadm creates a SCRAM-SHA-512 user; kgo logs in with it over SASL_PLAINTEXT and
 //	    produces; a wrong password and the deleted credential are refused
@@ -71,6 +74,8 @@ func main() {
 		result = kgoFailover(ctx, bootstrap, args[0], atoi(args[1]))
 	case "kgo-scram":
 		result = kgoScram(ctx, bootstrap, args[0], args[1])
+	case "kgo-regex":
+		result = kgoRegex(ctx, bootstrap, args[0])
 	case "kadm-errors":
 		result = kadmErrors(ctx, bootstrap)
 	case "kadm":
