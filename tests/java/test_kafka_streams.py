@@ -1,8 +1,10 @@
 """Kafka Streams 4.x (org.apache.kafka:kafka-streams, the version tests/java/pom.xml pins)
 with processing.guarantee=exactly_once_v2 on a three-broker cluster: a repartition topic, a
 windowed and an all-time aggregation in persistent stores with their changelog topics, and
-output read with read_committed that is exactly what the test computes from the input, also
-when a broker is stopped and started under the application."""
+every update of the output, read with read_committed, exactly what the test computes from
+the input (none missing, none twice), also when the application is killed in the middle of
+its transactions, restores its stores from their compacted changelogs, or has a broker
+stopped and started under it (transaction.version 1 and 2)."""
 
 from __future__ import annotations
 
