@@ -92,6 +92,19 @@ def test_kgo_group_consumer_commits_what_it_read(
     assert described["members"] == []  # the client left when it closed
 
 
+def test_kgo_sees_the_topics_configs(go_clients: Path, cluster: MockCluster) -> None:
+    """max.message.bytes refuses a larger batch (MESSAGE_TOO_LARGE, which kgo does not
+    retry); message.timestamp.type=LogAppendTime gives the fetched record the broker's
+    time (timestamp type 1) instead of the one the producer set a day earlier."""
+    result = run_go(go_clients, "kgo-topic-configs", cluster.bootstrap_servers)
+    assert result == {
+        "small": "",
+        "large": "MESSAGE_TOO_LARGE",
+        "fetched_timestamp_type": 1,
+        "fetched_timestamp_is_the_brokers": True,
+    }
+
+
 def test_kgo_transactions_commit_abort_and_fence(go_clients: Path, cluster: MockCluster) -> None:
     """Ten records committed, five aborted, three left open when a second producer with the
     same transactional id fences the first (its open transaction is aborted) and commits

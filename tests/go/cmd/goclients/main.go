@@ -13,6 +13,8 @@
 //	kgo-eos BOOTSTRAP INPUT OUTPUT GROUP COUNT
 //	    a GroupTransactSession copies INPUT to OUTPUT in transactions that commit the
 //	    group's offsets; a read_committed consumer reads OUTPUT
+//	kgo-topic-configs BOOTSTRAP
+//	    a producer and a consumer against max.message.bytes and LogAppendTime topics
 //	kgo-throttled BOOTSTRAP TOPIC COUNT
 //	    a producer (client id go-loader) sends COUNT 100 kB records one at a time; prints
 //	    what its OnBrokerThrottle hook saw and how long each produce waited to be written
@@ -76,6 +78,8 @@ func main() {
 		result = kgoScram(ctx, bootstrap, args[0], args[1])
 	case "kgo-regex":
 		result = kgoRegex(ctx, bootstrap, args[0])
+	case "kgo-topic-configs":
+		result = kgoTopicConfigs(ctx, bootstrap)
 	case "kadm-errors":
 		result = kadmErrors(ctx, bootstrap)
 	case "kadm":
