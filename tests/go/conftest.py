@@ -21,7 +21,7 @@ def go_clients(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.fail("go is not installed: the Go client tests need a Go toolchain (1.26+)", pytrace=False)
     binary = tmp_path_factory.mktemp("go") / "goclients"
     built = subprocess.run(
-        [go, "build", "-mod=readonly", "-o", str(binary), "./cmd/goclients"],
+        [go, "build", "-mod=readonly", "-buildvcs=false", "-o", str(binary), "./cmd/goclients"],
         cwd=MODULE,
         capture_output=True,
         text=True,
