@@ -374,9 +374,9 @@ class AdminServer:
     async def post_shutdown(self, request: web.Request) -> web.Response:
         """Stops `kafka-mock-broker` as SIGTERM does: answers 202, then finishes in-flight
         requests, writes its metrics, recording and conformance report, removes its
-        `--ready-file` and exits with status 0. For test suites where signals are awkward
-        (Windows). A cluster started from Python (MockCluster) is stopped by its owner: 404
-        there.
+        `--ready-file` and exits with status 0. For harnesses that cannot send SIGTERM (they
+        did not start the process, or their process API only kills). A cluster started
+        from Python (MockCluster) is stopped by its owner: 404 there.
 
         Answer:
             `{"stopping": true}` with status 202
