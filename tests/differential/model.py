@@ -1,0 +1,95 @@
+"""What a scenario is: requests sent in order to one broker of each side.
+
+A `Step` is one request as data (API key, version, field values as plain dicts and lists),
+so the same request is built twice, once per side, and printed with any difference. A
+`Scenario` is a named list of steps run on a fresh connection; its `family` picks the
+pair of clusters it runs on (one reference and one MockCluster per family and layout), so
+scenarios of different families never see each other's state.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from messages.registry import api_name, request_class
+
+
+@dataclass(frozen=True)
+class Step:
+    api_key: int
+    version: int
+    fields: Mapping[str, Any] = field(default_factory=dict)
+    compare: bool = True  # False: a setup step, sent to both sides, its answer not compared
+    node: int = 0  # the broker (node id) it goes to
+    # Kafka applies metadata asynchronously (the controller commits, then each broker's
+    # cache catches up): a step marked `settle` is repeated on the reference, for up to
+    # this many seconds, until its normalised answer equals the mock's.
+    settle: float = 0.0
+    # throttle_time_ms compared as "0" or ">0" only (timing-dependent under quotas)
+    throttle_positive_only: bool = False
+    label: str = ""  # names the step in difference keys; the API name by default
+
+    @property
+    def api(self) -> str:
+        return api_name(self.api_key)
+
+    @property
+    def name(self) -> str:
+        return self.label or self.api
+
+    def build(self) -> Any:
+        return build(request_class(self.api_key)[self.version], self.fields)
+
+    def describe(self) -> str:
+        return f"{self.api} v{self.version} {json.dumps(jsonable(self.fields), sort_keys=True)}"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    family: str
+    steps: tuple[Step, ...]
+    brokers: int = 1
+    config: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def apis(self) -> set[str]:
+        return {step.api for step in self.steps if step.compare}
+
+    @property
+    def layout(self) -> tuple[str, int, tuple[tuple[str, str], ...]]:
+        return self.family, self.brokers, tuple(sorted(self.config.items()))
+
+
+def build(cls: Any, values: Mapping[str, Any]) -> Any:
+    """An instance of the (versioned) message or struct class `cls` from plain values:
+    nested structs and struct arrays from dicts and lists of dicts."""
+    fields = cls._struct.fields
+    kwargs: dict[str, Any] = {}
+    for name, value in values.items():
+        spec = fields[name]
+        if spec.is_struct_array() and value is not None:
+            kwargs[name] = [build(spec.data_class, item) for item in value]
+        elif spec.is_struct() and value is not None:
+            kwargs[name] = build(spec.data_class, value)
+        else:
+            kwargs[name] = value
+    version = getattr(cls, "_class_version", None)
+    return cls(**kwargs) if version is not None else cls(**kwargs)
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)

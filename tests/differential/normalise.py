@@ -1,0 +1,178 @@
+"""A decoded response as a plain tree, with only what legitimately differs made equal.
+
+`tree(response, version)` turns a kafka-python response into dicts, lists and scalars.
+Arrays of structs become dicts keyed by the field Kafka's schema marks `mapKey`, or by the
+first identifying field below (names, API keys, partition indexes): Kafka's collections
+are hash maps or sets in many answers, so their order carries no meaning, and a keyed
+array gives a difference a stable path (`topics[orders].partitions[0].error_code`).
+
+What is replaced (always on both sides, so equal values stay equal):
+
+- generated identifiers: cluster ids, topic ids (non-zero), member ids, producer ids
+  (non-negative), delegation token ids and HMACs, the ApiVersions features epoch;
+- wall-clock times: fields named `*timestamp*` or `*_time_ms` (never `throttle_time_ms`)
+  that are positive;
+- where each side listens and writes: `host`, `port`, `log_dir`, a log dir's
+  `total_bytes` and `usable_bytes`, and the config values that name local addresses or
+  directories (`listeners`, `log.dirs`, ...);
+- on request only (`throttle_positive_only`), `throttle_time_ms` as "0" or ">0".
+
+Nothing else is normalised: error codes, error messages, config sources, synonyms,
+documentation, versions and node ids are compared as sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+# Identifying fields of array elements, in order of preference, where the schema names none.
+IDENTITY = (
+    "api_key",
+    "name",
+    "topic_name",
+    "topic",
+    "resource_name",
+    "config_name",
+    "group_id",
+    "transactional_id",
+    "partition_index",
+    "partition",
+    "broker_id",
+    "node_id",
+    "member_id",
+    "key",
+    "entity_type",
+    "path",
+    "principal",
+    "mechanism",
+    "user",
+    "error_code",
+)
+
+# Config values bound to where each side runs, not to how it behaves.
+LOCAL_CONFIGS = frozenset(
+    {
+        "listeners",
+        "advertised.listeners",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "log.dirs",
+        "log.dir",
+        "metadata.log.dir",
+        "listener.security.protocol.map",
+        "controller.listener.names",
+        "inter.broker.listener.name",
+    }
+)
+
+GENERATED_IDS = frozenset({"cluster_id", "member_id", "token_id", "hmac", "finalized_features_epoch"})
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def tree(message: Any, version: int) -> Any:
+    """The fields of `message` present in `version`, as plain values."""
+    if message is None:
+        return None
+    out: dict[str, Any] = {}
+    for spec in message._struct._fields:
+        if not spec.for_version_q(version):
+            continue
+        value = getattr(message, spec.name)
+        if spec.is_struct():
+            out[spec.name] = tree(value, version)
+        elif spec.is_struct_array():
+            out[spec.name] = None if value is None else keyed(spec, [tree(v, version) for v in value], version)
+        else:
+            out[spec.name] = scalar(spec.to_json(value) if value is not None else None)
+    return out
+
+
+def scalar(value: Any) -> Any:
+    if isinstance(value, float) and value != value:
+        return "NaN"
+    if isinstance(value, list | tuple):
+        return [scalar(v) for v in value]
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).hex()
+    return value
+
+
+def keyed(spec: Any, items: list[Any], version: int) -> Any:
+    """A struct array as a dict keyed by its identifying field, when it has one whose
+    values are unique; else the list, in the order received."""
+    if not items:
+        return Keyed()
+    mapped = spec.map_key[1].name if spec.map_key and spec.map_key[1].for_version_q(version) else None
+    candidates = ([mapped] if mapped else []) + [name for name in IDENTITY if all(name in item for item in items)]
+    for name in candidates:
+        keys = [str(item.get(name)) for item in items]
+        if len(set(keys)) == len(keys):
+            return Keyed(zip(keys, items, strict=True))
+    # No identifying field (e.g. quota entries, keyed by their entity list): the canonical
+    # text of the first field, when unique.
+    first = next(iter(items[0]))
+    keys = [json.dumps(normalise(item.get(first)), sort_keys=True) for item in items]
+    if len(set(keys)) == len(keys):
+        return Keyed(zip(keys, items, strict=True))
+    return items
+
+
+def normalise(value: Any, field: str = "", throttle_positive_only: bool = False) -> Any:
+    if isinstance(value, Keyed):
+        return Keyed((k, normalise(v, field, throttle_positive_only)) for k, v in value.items())
+    if isinstance(value, dict):
+        out = {k: normalise(v, k, throttle_positive_only) for k, v in value.items()}
+        name = out.get("name")
+        if isinstance(name, str) and name in LOCAL_CONFIGS and "value" in out and out["value"] is not None:
+            out["value"] = "<local>"
+        return out
+    if isinstance(value, list):
+        return [normalise(v, field, throttle_positive_only) for v in value]
+    if field == "throttle_time_ms":
+        return (">0" if value else "0") if throttle_positive_only else value
+    if field in GENERATED_IDS and value not in (None, ""):
+        return f"<{field}>"
+    if field == "topic_id" and value not in (None, ZERO_UUID, "00000000-0000-0000-0000-000000000000"):
+        return "<topic_id>"
+    if field == "producer_id" and isinstance(value, int) and value >= 0:
+        return "<producer_id>"
+    if field == "log_dir" and value:
+        return "<local>"
+    if field in ("total_bytes", "usable_bytes") and isinstance(value, int) and value >= 0:
+        return "<disk>"
+    if field in ("host", "port"):
+        return f"<{field}>"
+    if ("timestamp" in field or field.endswith("_time_ms")) and isinstance(value, int) and value > 0:
+        return "<time>"
+    return value
+
+
+def differences(reference: Any, mock: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:
+    """(path, reference value, mock value) for every place the two trees differ."""
+    if isinstance(reference, dict) and isinstance(mock, dict):
+        for name in list(reference) + [k for k in mock if k not in reference]:
+            sub = f"{path}[{name}]" if _is_key(reference, mock) else (f"{path}.{name}" if path else name)
+            if name not in mock:
+                yield sub, reference[name], "<absent>"
+            elif name not in reference:
+                yield sub, "<absent>", mock[name]
+            else:
+                yield from differences(reference[name], mock[name], sub)
+    elif isinstance(reference, list) and isinstance(mock, list) and len(reference) == len(mock):
+        for index, (a, b) in enumerate(zip(reference, mock, strict=True)):
+            yield from differences(a, b, f"{path}[{index}]")
+    elif reference != mock:
+        yield path or "<answer>", reference, mock
+
+
+def _is_key(*maps: dict[str, Any]) -> bool:
+    """A keyed array (its keys are data), not a struct (its keys are field names)."""
+    return any(getattr(m, "keyed", False) for m in maps)
+
+
+class Keyed(dict[str, Any]):
+    """A struct array keyed by its identifying field."""
+
+    keyed = True

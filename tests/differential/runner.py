@@ -1,0 +1,346 @@
+"""The differential runner: the same scenarios against Apache Kafka and MockCluster.
+
+For each layout (a scenario family, a broker count and a config) it starts one reference
+(tests/differential/reference.py) and one MockCluster with the same server properties,
+runs every scenario of the layout on fresh connections to both, normalises each answer
+(tests/differential/normalise.py) and compares the trees field by field. A difference is
+keyed `scenario/step/Api/vN/field.path`; tests/differential/explained.toml decides which
+are explained, each by a section of docs/explanation/differences.md.
+
+`python -m tests.differential.runner [-k WORDS] [--json FILE]` (scripts/differential)
+prints every difference with its request and ends with the line
+`differential: S scenarios, D differences, U unexplained`; it exits 0 only when U is 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import socket
+import sys
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+from broker import MockCluster
+from messages.registry import response_class
+from tests.differential.model import Scenario, Step, jsonable
+from tests.differential.normalise import differences, normalise, tree
+from tests.differential.reference import KAFKA_VERSION, SHARED_CONFIG, ReferenceKafka
+from tests.support.wire import encode_request, read_frame
+
+EXPLAINED = Path(__file__).resolve().parent / "explained.toml"
+REPLY_TIMEOUT = 15.0
+CLIENT_ID = "differential"
+# The group and transactional id warm_up waits for; scenarios use these for unknown ones,
+# so that their coordinators are loaded on the reference before any scenario asks.
+WARM_UP_GROUP = "differential-unknown-group"
+WARM_UP_TXN = "differential-unknown-txn"
+
+
+@dataclass(frozen=True)
+class Explanation:
+    key: str  # an fnmatch pattern over difference keys
+    anchor: str  # a section of docs/explanation/differences.md
+    reason: str
+
+
+def load_explained(path: Path = EXPLAINED) -> list[Explanation]:
+    with path.open("rb") as handle:
+        data = tomllib.load(handle)
+    return [Explanation(e["key"], e["anchor"], e["reason"]) for e in data.get("difference", [])]
+
+
+def explain(key: str, explained: Sequence[Explanation]) -> Explanation | None:
+    return next((e for e in explained if fnmatch.fnmatchcase(key, e.key)), None)
+
+
+@dataclass
+class Difference:
+    key: str
+    scenario: str
+    api: str
+    version: int
+    path: str
+    request: str
+    reference: Any
+    mock: Any
+    anchor: str | None = None
+    reason: str | None = None
+
+
+@dataclass
+class StepResult:
+    scenario: str
+    family: str
+    api: str
+    version: int
+    differences: int
+
+
+@dataclass
+class Report:
+    reference: str = KAFKA_VERSION
+    scenarios: int = 0
+    steps: list[StepResult] = field(default_factory=list)
+    differences: list[Difference] = field(default_factory=list)
+    start_seconds: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def unexplained(self) -> list[Difference]:
+        return [d for d in self.differences if d.anchor is None]
+
+    def summary(self) -> str:
+        return (
+            f"differential: {self.scenarios} scenarios, {len(self.differences)} differences, "
+            f"{len(self.unexplained)} unexplained"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "scenarios": self.scenarios,
+            "start_seconds": self.start_seconds,
+            "steps": [asdict(s) for s in self.steps],
+            "differences": [jsonable(asdict(d)) for d in self.differences],
+        }
+
+
+class Connections:
+    """One side's connections for one scenario, one per broker, opened when first used."""
+
+    def __init__(self, address: Callable[[int], tuple[str, int]]) -> None:
+        self.address = address
+        self.open: dict[int, socket.socket] = {}
+        self.correlation_id = 0
+
+    def send(self, step: Step) -> Any:
+        """The decoded answer, or a marker: {"<closed>": ...} when the connection closed."""
+        request = step.build()
+        self.correlation_id += 1
+        try:
+            sock = self.open.get(step.node)
+            if sock is None:
+                sock = self.open[step.node] = socket.create_connection(self.address(step.node), timeout=10)
+                sock.settimeout(REPLY_TIMEOUT)
+            sock.sendall(encode_request(request, self.correlation_id, CLIENT_ID))
+            frame = read_frame(sock)
+        except TimeoutError:
+            self.drop(step.node)
+            return {"<no answer>": f"none within {REPLY_TIMEOUT:.0f} s"}
+        except (ConnectionError, OSError):
+            self.drop(step.node)
+            return {"<closed>": "the broker closed the connection"}
+        try:
+            return response_class(step.api_key).decode(frame, version=step.version, header=True)
+        except Exception as exc:  # noqa: BLE001 (an undecodable answer is a difference)
+            return {"<undecodable>": f"{type(exc).__name__}: {frame[:64].hex()}"}
+
+    def answer_tree(self, step: Step) -> Any:
+        answer = self.send(step)
+        plain = answer if isinstance(answer, dict) else tree(answer, step.version)
+        return normalise(plain, throttle_positive_only=step.throttle_positive_only)
+
+    def drop(self, node: int) -> None:
+        sock = self.open.pop(node, None)
+        if sock is not None:
+            sock.close()
+
+    def close(self) -> None:
+        for node in list(self.open):
+            self.drop(node)
+
+
+@dataclass
+class Pair:
+    """The two clusters of one layout."""
+
+    reference: ReferenceKafka
+    mock: MockCluster
+
+    def mock_address(self, node: int) -> tuple[str, int]:
+        endpoint = self.mock.broker(node).advertised_endpoint(self.mock.brokers[0].listeners[0].listener)
+        return endpoint.host, endpoint.port
+
+    def sides(self) -> tuple[Connections, Connections]:
+        return Connections(self.reference.address), Connections(self.mock_address)
+
+
+@contextmanager
+def layout(brokers: int, config: dict[str, str]) -> Iterator[Pair]:
+    with ReferenceKafka(brokers, config) as reference, MockCluster(brokers, {**SHARED_CONFIG, **config}) as mock:
+        pair = Pair(reference, mock)
+        warm_up(pair)
+        yield pair
+
+
+def warm_up(pair: Pair) -> None:
+    """Kafka creates __consumer_offsets and __transaction_state on the first FindCoordinator
+    (COORDINATOR_NOT_AVAILABLE until they are ready), loads the coordinators' partitions
+    after that (COORDINATOR_LOAD_IN_PROGRESS, or NOT_COORDINATOR) and fetches its first
+    block of producer ids on the first InitProducerId (COORDINATOR_LOAD_IN_PROGRESS): both
+    sides get that over with first, so that no scenario depends on being the first."""
+    probes: list[tuple[Step, Callable[[Any], int]]] = [
+        (
+            Step(10, 4, {"key_type": key_type, "coordinator_keys": [WARM_UP_GROUP if key_type == 0 else WARM_UP_TXN]}),
+            lambda a: int(a.coordinators[0].error_code),
+        )
+        for key_type in (0, 1)
+    ]
+    probes.append((Step(22, 5, {"transactional_id": None, "transaction_timeout_ms": 60000}), lambda a: int(a.error_code)))
+    # an unknown transactional id's answer once its coordinator partition is loaded
+    probes.append(
+        (
+            Step(26, 4, {"transactional_id": WARM_UP_TXN, "producer_id": 1000, "producer_epoch": 0, "committed": False}),
+            lambda a: 0 if a.error_code not in (14, 15, 16) else int(a.error_code),
+        )
+    )
+    for step, error in probes:
+        for side in pair.sides():
+            deadline = time.monotonic() + 60
+            while True:
+                answer = side.send(step)
+                side.close()
+                if not isinstance(answer, dict) and error(answer) == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Kafka not ready after 60 s: {step.describe()} answered {answer}")
+                time.sleep(0.2)
+
+
+Reset = Callable[[Connections], None]
+
+
+def run_scenario(
+    scenario: Scenario,
+    pair: Pair,
+    explained: Sequence[Explanation],
+    report: Report,
+    reset: Reset | None = None,
+) -> None:
+    reference, mock = pair.sides()
+    try:
+        if reset is not None:
+            reset(reference)
+            reset(mock)
+        for index, step in enumerate(scenario.steps):
+            mine = mock.answer_tree(step)
+            theirs = reference.answer_tree(step)
+            deadline = time.monotonic() + step.settle
+            while step.settle and theirs != mine and time.monotonic() < deadline:
+                time.sleep(0.1)
+                theirs = reference.answer_tree(step)
+            if not step.compare:
+                continue
+            name = step.name
+            if sum(s.name == name for s in scenario.steps) > 1:
+                name = f"{name}#{index}"
+            found = 0
+            if theirs != mine and (is_marker(theirs) or is_marker(mine)):
+                found_here = [("<answer>", theirs, mine)]  # no answer, or none decodable, on one side
+            else:
+                found_here = list(differences(theirs, mine))
+            for path, ref_value, mock_value in found_here:
+                key = f"{scenario.name}/{name}/v{step.version}/{path}"
+                why = explain(key, explained)
+                report.differences.append(
+                    Difference(
+                        key,
+                        scenario.name,
+                        step.api,
+                        step.version,
+                        path,
+                        step.describe(),
+                        ref_value,
+                        mock_value,
+                        why.anchor if why else None,
+                        why.reason if why else None,
+                    )
+                )
+                found += 1
+            report.steps.append(StepResult(scenario.name, scenario.family, step.api, step.version, found))
+    finally:
+        reference.close()
+        mock.close()
+    report.scenarios += 1
+
+
+def run(
+    scenarios: Iterable[Scenario],
+    explained: Sequence[Explanation] | None = None,
+    resets: dict[str, Reset] | None = None,
+    out: Callable[[str], None] = print,
+) -> Report:
+    explained = load_explained() if explained is None else explained
+    report = Report()
+    ordered = sorted(scenarios, key=lambda s: (s.layout, s.name))
+    for (family, brokers, config), group in groupby(ordered, key=lambda s: s.layout):
+        with layout(brokers, dict(config)) as pair:
+            report.start_seconds[f"{family}/{brokers}"] = round(pair.reference.start_seconds, 1)
+            for scenario in group:
+                before = len(report.differences)
+                run_scenario(scenario, pair, explained, report, (resets or {}).get(family))
+                for difference in report.differences[before:]:
+                    out(render(difference))
+    return report
+
+
+def is_marker(answer: Any) -> bool:
+    return isinstance(answer, dict) and any(k.startswith("<") for k in answer)
+
+
+def render(d: Difference) -> str:
+    verdict = f"explained: {d.anchor} ({d.reason})" if d.anchor else "UNEXPLAINED"
+    return (
+        f"DIFFERENCE {d.key}\n  request:   {d.request}\n"
+        f"  reference: {json.dumps(jsonable(d.reference))}\n  mock:      {json.dumps(jsonable(d.mock))}\n"
+        f"  {verdict}"
+    )
+
+
+def select(scenarios: Iterable[Scenario], words: Sequence[str]) -> list[Scenario]:
+    """The scenarios whose name, family or one of whose APIs contains one of `words`."""
+    if not words:
+        return list(scenarios)
+    lowered = [w.lower() for w in words]
+    return [
+        s
+        for s in scenarios
+        if any(w in s.name.lower() or w == s.family.lower() or any(w == a.lower() for a in s.apis) for w in lowered)
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from tests.differential.reference import ReferenceError
+    from tests.differential.scenarios import RESETS, all_scenarios
+
+    parser = argparse.ArgumentParser(prog="scripts/differential", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-k", action="append", default=[], help="only scenarios whose name, family or API matches")
+    parser.add_argument("--json", type=Path, help="write the report (every step and difference) to this file")
+    parser.add_argument("--list", action="store_true", help="list the selected scenarios and exit")
+    args = parser.parse_args(argv)
+    chosen = select(all_scenarios(), args.k)
+    if args.list:
+        for scenario in chosen:
+            print(f"{scenario.family:10} {scenario.name}  ({', '.join(sorted(scenario.apis))})")
+        print(f"{len(chosen)} scenarios")
+        return 0
+    try:
+        report = run(chosen, resets=RESETS)
+    except ReferenceError as exc:
+        print(f"differential: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        args.json.write_text(json.dumps(report.to_json(), indent=1, sort_keys=True) + "\n")
+    print(report.summary())
+    return 0 if not report.unexplained else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

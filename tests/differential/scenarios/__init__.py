@@ -1,0 +1,20 @@
+"""Every scenario, by family: `all_scenarios()`; `RESETS` clears a family's state on one
+side before each of its scenarios."""
+
+from __future__ import annotations
+
+from tests.differential.model import Scenario
+from tests.differential.runner import Reset
+from tests.differential.scenarios import apis
+
+
+def all_scenarios() -> list[Scenario]:
+    found = [*apis.scenarios()]
+    names = [s.name for s in found]
+    duplicates = {n for n in names if names.count(n) > 1}
+    if duplicates:
+        raise ValueError(f"scenario names used twice: {sorted(duplicates)}")
+    return found
+
+
+RESETS: dict[str, Reset] = {}
