@@ -20,11 +20,10 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.INIT_PRODUCER_ID
-VERSIONS = (0, 6)
+VERSIONS = (0, 5)  # v6 (KIP-939's two-phase commit) is unstable in Kafka 4.4: not advertised
 AUTHORIZATION = authorization.INIT_PRODUCER_ID
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
-NOT_IMPLEMENTED = ("Two-phase commit (KIP-939, `enable_2pc`) is not served: the flag is ignored.",)
 NO_PRODUCER_ID = NO_PRODUCER_EPOCH = -1
 
 
