@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import atexit
 import base64
+import ctypes
 import hashlib
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -58,6 +60,14 @@ class ReferenceError(RuntimeError):
 
 
 _build_lock = threading.Lock()
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGKILL when the process that started it dies, so
+    a reference never outlives a runner or pytest that was itself killed (no atexit then)."""
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def require_tools() -> None:
@@ -209,6 +219,7 @@ class ReferenceKafka:
                 stdout=open(node.dir / "stdout.log", "wb"),  # noqa: SIM115 (the child owns it)
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,  # noqa: PLW1509 (no threads run in the child)
             )
         self.wait_ready(began + START_TIMEOUT)
         self.start_seconds = time.monotonic() - began

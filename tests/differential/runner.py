@@ -15,8 +15,8 @@ prints every difference with its request and ends with the line
 from __future__ import annotations
 
 import argparse
-import fnmatch
 import json
+import re
 import socket
 import sys
 import time
@@ -46,7 +46,7 @@ WARM_UP_TXN = "differential-unknown-txn"
 
 @dataclass(frozen=True)
 class Explanation:
-    key: str  # an fnmatch pattern over difference keys
+    key: str  # a pattern over difference keys: `*` any text, `{a,b}` alternatives
     anchor: str  # a section of docs/explanation/differences.md
     reason: str
 
@@ -57,8 +57,28 @@ def load_explained(path: Path = EXPLAINED) -> list[Explanation]:
     return [Explanation(e["key"], e["anchor"], e["reason"]) for e in data.get("difference", [])]
 
 
+def pattern(text: str) -> re.Pattern[str]:
+    """An explained key as a regular expression: `*` is any text, `{a,b}` either
+    alternative; everything else (brackets included) stands for itself."""
+    out, depth = [], 0
+    for char in text:
+        if char == "*":
+            out.append(".*")
+        elif char == "{":
+            depth += 1
+            out.append("(?:")
+        elif char == "}" and depth:
+            depth -= 1
+            out.append(")")
+        elif char == "," and depth:
+            out.append("|")
+        else:
+            out.append(re.escape(char))
+    return re.compile("".join(out) + r"\Z", re.DOTALL)
+
+
 def explain(key: str, explained: Sequence[Explanation]) -> Explanation | None:
-    return next((e for e in explained if fnmatch.fnmatchcase(key, e.key)), None)
+    return next((e for e in explained if pattern(e.key).match(key)), None)
 
 
 @dataclass

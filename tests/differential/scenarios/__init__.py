@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from tests.differential.model import Scenario
 from tests.differential.runner import Reset
-from tests.differential.scenarios import apis
+from tests.differential.scenarios import apis, quotas, topics
 
 
 def all_scenarios() -> list[Scenario]:
-    found = [*apis.scenarios()]
+    found = [*apis.scenarios(), *topics.scenarios(), *quotas.scenarios()]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -17,4 +17,4 @@ def all_scenarios() -> list[Scenario]:
     return found
 
 
-RESETS: dict[str, Reset] = {}
+RESETS: dict[str, Reset] = {quotas.FAMILY: quotas.reset}
