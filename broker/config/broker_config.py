@@ -276,6 +276,10 @@ LOG_DEFAULTS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+# Keys without a default in Kafka (null, or required as node.id is): unset, DescribeConfigs
+# shows no value and no synonym (ConfigHelper lists no DEFAULT_CONFIG synonym for them).
+NULL_DEFAULTS: frozenset[str] = frozenset({"node.id", "broker.rack"})
+
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 # Configs that cannot change while the broker runs: what reads them does so once (bound
@@ -486,9 +490,20 @@ class BrokerConfig:
         self.values: dict[str, str] = {key: default for key, (default, _, _) in DEFAULTS.items()}
         for key, value in (values or {}).items():
             self.values[key] = config_string(value)
+        # Keys this broker's own server.properties sets even where the value is the default.
+        self.pinned: frozenset[str] = frozenset()
 
     def explicitly_set(self, key: str) -> bool:
-        return key in self.values and self.values[key] != DEFAULTS.get(key, (None,))[0]
+        return key in self.pinned or (key in self.values and self.values[key] != DEFAULTS.get(key, (None,))[0])
+
+    def for_broker(self, node_id: int, rack: str | None) -> BrokerConfig:
+        """Broker `node_id`'s own static config, as its server.properties would say it: the
+        shared values with its own `node.id` (always set: Kafka requires it) and its own
+        entry of the `broker.rack` list (unset when it has none)."""
+        own = BrokerConfig()
+        own.values = {**self.values, "node.id": str(node_id), "broker.rack": rack or ""}
+        own.pinned = (self.pinned | {"node.id", "broker.rack"}) - ({"broker.rack"} if not rack else set())
+        return own
 
     def get(self, key: str, default: str | None = None) -> str | None:
         return self.values.get(key, default)
@@ -557,7 +572,7 @@ class BrokerConfigView(BrokerConfig):
                 {n: self.static.values[n] for n in names if self.static.explicitly_set(n)},
                 SOURCE_STATIC_BROKER,
             ),
-            ({n: DEFAULTS[n][0] for n in names if n in DEFAULTS}, SOURCE_DEFAULT),
+            ({n: DEFAULTS[n][0] for n in names if n in DEFAULTS and n not in NULL_DEFAULTS}, SOURCE_DEFAULT),
         ]
         found = [(n, layer[n], source) for layer, source in layers for n in names if n in layer]
         while found and found[0][0] != key:

@@ -161,6 +161,7 @@ class ConfigSubscriber(Protocol):
     """What the store needs of a broker: whose view it is and the hooks to run."""
 
     node_id: int
+    rack: str | None
     config_validators: list[ConfigValidator]
     config_listeners: list[ConfigListener]
 
@@ -317,7 +318,8 @@ class DynamicConfigStore(PersistentStore):
 
     def attach(self, broker: ConfigSubscriber) -> BrokerConfigView:
         """Registers a broker's hooks; returns its view (its persisted layer included)."""
-        view = BrokerConfigView(self.static, self.cluster_default, self._layer(broker.node_id))
+        static = self.static.for_broker(broker.node_id, broker.rack)
+        view = BrokerConfigView(static, self.cluster_default, self._layer(broker.node_id))
         self._brokers[broker.node_id] = (broker, view)
         return view
 
@@ -623,7 +625,11 @@ class DynamicConfigStore(PersistentStore):
                 for k, v in dict(self.cluster_default).items()
             }
         view = self.view(broker)
-        return {key: (value, ConfigSource(view.synonyms(key)[0][2])) for key, value in view.values.items()}
+        described = {}
+        for key, value in view.values.items():
+            layers = view.synonyms(key)
+            described[key] = (value, ConfigSource(layers[0][2]) if layers else ConfigSource.DEFAULT_CONFIG)
+        return described
 
 
 def _loadable(broker: int | None, layer: dict[str, str]) -> dict[str, str]:

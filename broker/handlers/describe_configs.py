@@ -55,10 +55,10 @@ def _entry(
     read_only: bool = False,
 ) -> Any:
     """One config; `candidates` are (name, value, source) in precedence order. The first
-    is the value in force; all are synonyms (v1+). Passwords and untyped keys are
+    is the value in force (none: a null default); all are synonyms (v1+). Passwords and untyped keys are
     sensitive (KafkaConfig.maybeSensitive): named, never shown."""
     sensitive = type_ is None or type_ == "password"
-    _, value, source = candidates[0]
+    _, value, source = candidates[0] if candidates else (name, None, SOURCE_DEFAULT)
     synonyms = (
         [Synonym(name=n, value=None if sensitive else v, source=s) for n, v, s in candidates]
         if request.include_synonyms

@@ -48,9 +48,10 @@ INVALID_CONFIG, INVALID_REQUEST, BROKER_ID_NOT_REGISTERED = 40, 42, 102
 
 @dataclass
 class FakeBroker:
-    """What the store needs of a BrokerServer: an id and the two hook lists."""
+    """What the store needs of a BrokerServer: an id, a rack and the two hook lists."""
 
     node_id: int
+    rack: str | None = None
     config_validators: list[ConfigValidator] = field(default_factory=list)
     config_listeners: list[ConfigListener] = field(default_factory=list)
     heard: list[set[str]] = field(default_factory=list)

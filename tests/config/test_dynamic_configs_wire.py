@@ -141,6 +141,36 @@ def test_per_broker_value_and_its_sources_through_kafka_python(
     assert cluster.brokers[1].config.get_int("message.max.bytes") == 2000
 
 
+def test_each_broker_describes_its_own_node_id_and_rack() -> None:
+    """Kafka answers a BROKER resource from that broker's own KafkaConfig (ConfigHelper.
+    describeConfigs): broker 1 says node.id 1 and its own entry of the rack list, both
+    STATIC_BROKER_CONFIG; a broker without a rack shows broker.rack null and no synonym.
+    Both admin clients send a broker's resource to that broker."""
+    with MockCluster(brokers=3, config={**FAST, "broker.rack": "rack-a,rack-b,"}) as racked:
+        ck = AdminClient({"bootstrap.servers": racked.bootstrap_servers})
+        for node_id, rack in ((0, "rack-a"), (1, "rack-b")):
+            configs = ck_describe(ck, ConfigResource(ResourceType.BROKER, str(node_id)))
+            assert (configs["node.id"].value, configs["node.id"].source) == (str(node_id), STATIC)
+            assert (configs["broker.rack"].value, configs["broker.rack"].source) == (rack, STATIC)
+        kp = KafkaAdminClient(bootstrap_servers=racked.bootstrap_servers, request_timeout_ms=10000)
+        try:
+            on_1 = described(kp, "1", node_id=1, keys=["node.id", "broker.rack"])
+            assert on_1 == {
+                "node.id": ("1", STATIC, [("node.id", "1", STATIC)], True, False),
+                "broker.rack": ("rack-b", STATIC, [("broker.rack", "rack-b", STATIC)], True, False),
+            }
+            on_2 = described(kp, "2", node_id=2, keys=["node.id", "broker.rack"])
+            assert on_2["node.id"][:3] == ("2", STATIC, [("node.id", "2", STATIC)])
+            assert on_2["broker.rack"][:3] == (None, DEFAULT, [])
+            # Another broker's resource: that broker is not the one asked (ConfigHelper).
+            response = send(kp, DescribeConfigsRequest(resources=[(BROKER, "2", None)]), node_id=1)
+            assert [(r.error_code, r.error_message) for r in response.results] == [
+                (INVALID_REQUEST, "Unexpected broker id, expected 1 or empty string, but received 2")
+            ]
+        finally:
+            kp.close()
+
+
 def test_cluster_default_and_precedence(cluster: MockCluster, admin: KafkaAdminClient) -> None:
     assert incremental(admin, "", ("num.partitions", SET, "3"), ("log.retention.bytes", SET, "1000")) == (
         0,
