@@ -280,6 +280,64 @@ LOG_DEFAULTS: dict[str, tuple[str, str, str]] = {
 # shows no value and no synonym (ConfigHelper lists no DEFAULT_CONFIG synonym for them).
 NULL_DEFAULTS: frozenset[str] = frozenset({"node.id", "broker.rack"})
 
+# Broker configs that stand for one another, in Kafka's order
+# (DynamicBrokerConfig.brokerConfigSynonyms): the first one set wins (KafkaConfig, LogConfig).
+_ROLL = ("log.roll.ms", "log.roll.hours")
+_JITTER = ("log.roll.jitter.ms", "log.roll.jitter.hours")
+_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+SYNONYM_GROUPS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(_ROLL, _ROLL),
+    **dict.fromkeys(_JITTER, _JITTER),
+    **dict.fromkeys(_RETENTION, _RETENTION),
+    # only this way round: log.flush.scheduler.interval.ms is the default of log.flush.interval.ms
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
+# Each group member's unit in milliseconds (1: the value is the millisecond count itself).
+_SCALES = {"log.retention.minutes": 60_000, "log.retention.hours": 3_600_000, "log.roll.hours": 3_600_000}
+_SCALES["log.roll.jitter.hours"] = 3_600_000
+# Kafka's defaults of the group members (None: null), which LOG_DEFAULTS describes as this
+# broker applies them.
+KAFKA_LOG_DEFAULTS: dict[str, str | None] = {
+    "log.roll.ms": None,
+    "log.roll.hours": "168",
+    "log.roll.jitter.ms": None,
+    "log.roll.jitter.hours": "0",
+    "log.retention.ms": None,
+    "log.retention.minutes": None,
+    "log.retention.hours": "168",
+    "log.flush.interval.ms": None,
+    "log.flush.scheduler.interval.ms": "9223372036854775807",
+}
+
+
+def kafka_default(name: str) -> str | None:
+    """Kafka's default of broker config `name` as DescribeConfigs shows it; None when it
+    has none (null) or is not a config this broker knows."""
+    if name in KAFKA_LOG_DEFAULTS:
+        return KAFKA_LOG_DEFAULTS[name]
+    if name in DEFAULTS:
+        return None if name in NULL_DEFAULTS else DEFAULTS[name][0]
+    if name in LOG_DEFAULTS:
+        return LOG_DEFAULTS[name][0]
+    return None
+
+
+def broker_log_value(config: BrokerConfig, name: str) -> str | None:
+    """The value broker config `name` gives the topic configs that default to it: the first
+    of its synonym group that is set, in milliseconds (KafkaConfig.logRetentionTimeMillis,
+    logRollTimeMillis, logFlushIntervalMs: a negative retention is -1); None when none is."""
+    for member in SYNONYM_GROUPS.get(name, (name,)):
+        value = config.get(member)
+        if value is None or value.strip() == "":
+            continue
+        scale = _SCALES.get(member, 1)
+        if scale == 1:
+            return value
+        number = int(value.strip()) * scale
+        return "-1" if number < 0 and member.startswith("log.retention.") else str(number)
+    return None
+
+
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 # Configs that cannot change while the broker runs: what reads them does so once (bound
@@ -494,7 +552,9 @@ class BrokerConfig:
         self.pinned: frozenset[str] = frozenset()
 
     def explicitly_set(self, key: str) -> bool:
-        return key in self.pinned or (key in self.values and self.values[key] != DEFAULTS.get(key, (None,))[0])
+        return key in self.pinned or (
+            key in self.values and self.values[key] != DEFAULTS.get(key, (None,))[0]
+        )
 
     def for_broker(self, node_id: int, rack: str | None) -> BrokerConfig:
         """Broker `node_id`'s own static config, as its server.properties would say it: the
@@ -560,11 +620,19 @@ class BrokerConfigView(BrokerConfig):
     def explicitly_set(self, key: str) -> bool:
         return key in self.own or key in self.cluster_default or self.static.explicitly_set(key)
 
-    def synonyms(self, key: str) -> list[tuple[str, str, int]]:
+    def synonyms(self, key: str, default: str | None = None) -> list[tuple[str, str, int]]:
         """(name, value, source) of every layer that sets `key` (or, for a listener
         override, its base config), in precedence order: Kafka's ConfigHelper
-        configSynonyms, layer by layer, dropping entries before the first for `key`."""
-        names = [key] + [base for base in [listener_base(key)] if base]
+        configSynonyms, layer by layer, dropping entries before the first for `key`. The
+        names are `key`'s group of DynamicBrokerConfig.brokerConfigSynonyms (log.retention.ms,
+        .minutes, .hours), else `key` and a listener override's base; a name without a
+        default (null in Kafka) has no DEFAULT_CONFIG entry; `default` is the DEFAULT_CONFIG
+        value of a `key` this broker does not list (a topic config's default then)."""
+        names = list(SYNONYM_GROUPS.get(key, ())) or [key] + [base for base in [listener_base(key)] if base]
+        known = {n: kafka_default(n) for n in names}
+        if key not in DEFAULTS and key not in LOG_DEFAULTS and key not in KAFKA_LOG_DEFAULTS:
+            known[key] = default  # a topic config's broker synonym this broker has no entry for
+        defaults = {n: value for n, value in known.items() if value is not None}
         layers: list[tuple[dict[str, str], int]] = [
             (self.own, SOURCE_DYNAMIC_BROKER),
             (self.cluster_default, SOURCE_DYNAMIC_DEFAULT_BROKER),
@@ -572,7 +640,7 @@ class BrokerConfigView(BrokerConfig):
                 {n: self.static.values[n] for n in names if self.static.explicitly_set(n)},
                 SOURCE_STATIC_BROKER,
             ),
-            ({n: DEFAULTS[n][0] for n in names if n in DEFAULTS and n not in NULL_DEFAULTS}, SOURCE_DEFAULT),
+            (defaults, SOURCE_DEFAULT),
         ]
         found = [(n, layer[n], source) for layer, source in layers for n in names if n in layer]
         while found and found[0][0] != key:

@@ -37,6 +37,7 @@ from broker.config.broker_config import (
     PER_BROKER_ONLY,
     BrokerConfig,
     BrokerConfigView,
+    broker_log_value,
     config_string,
     invalid_value,
     is_read_only,
@@ -103,15 +104,16 @@ def _retention_ms(view: Any) -> int:
 
 
 def _topic_value(overrides: Mapping[str, str], view: Any, name: str) -> str:
-    """A topic config's effective value: the topic's override, else its broker synonym
-    as this broker sees it, else Kafka's default."""
+    """A topic config's effective value: the topic's override, else what its broker
+    synonym (or that one's group: log.roll.hours for segment.ms) gives as this broker sees
+    it, else Kafka's default."""
     if name in overrides:
         return overrides[name]
     config = TOPIC_CONFIGS[name]
     if config.broker_synonym is not None:
-        found = view.get(config.broker_synonym)
-        if found is not None and found != "":
-            return str(found)
+        found = broker_log_value(view, config.broker_synonym)
+        if found is not None:
+            return found
     return config.default
 
 

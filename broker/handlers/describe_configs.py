@@ -12,7 +12,13 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeConfigsResponse
 
-from broker.config.broker_config import DEFAULTS, BrokerConfigView, config_type, is_read_only
+from broker.config.broker_config import (
+    DEFAULTS,
+    BrokerConfigView,
+    broker_log_value,
+    config_type,
+    is_read_only,
+)
 from broker.config.dynamic import parse_broker_id
 from broker.config.group_configs import GROUP, GROUP_CONFIGS, SOURCE_GROUP
 from broker.config.topic_configs import (
@@ -53,12 +59,16 @@ def _entry(
     type_: str | None,
     documentation: str | None,
     read_only: bool = False,
+    shown: tuple[str | None, int] | None = None,
 ) -> Any:
     """One config; `candidates` are (name, value, source) in precedence order. The first
-    is the value in force (none: a null default); all are synonyms (v1+). Passwords and untyped keys are
+    is the value in force (none: a null default) unless `shown` gives (value, source);
+    all are synonyms (v1+). Passwords and untyped keys are
     sensitive (KafkaConfig.maybeSensitive): named, never shown."""
     sensitive = type_ is None or type_ == "password"
     _, value, source = candidates[0] if candidates else (name, None, SOURCE_DEFAULT)
+    if shown is not None:
+        value, source = shown
     synonyms = (
         [Synonym(name=n, value=None if sensitive else v, source=s) for n, v, s in candidates]
         if request.include_synonyms
@@ -78,7 +88,11 @@ def _entry(
 
 
 def _topic_configs(view: BrokerConfigView, request: Any, overrides: dict[str, str]) -> list[Any]:
-    """A topic's override, then its broker synonym's layers, then the topic default."""
+    """ConfigHelper.createTopicConfigEntry: the synonyms are the topic's override, then the
+    broker config's (configSynonyms of its brokerConfigSynonyms group, so none for
+    retention.ms while log.retention.ms is unset); the source is the first synonym's,
+    DEFAULT_CONFIG without one. The value is the topic's LogConfig value: the override,
+    else what the broker config gives (log.retention.hours=24: 86400000), else the default."""
     entries = []
     for config in TOPIC_CONFIGS.values():
         candidates: Candidates = []
@@ -86,9 +100,14 @@ def _topic_configs(view: BrokerConfigView, request: Any, overrides: dict[str, st
             candidates.append((config.name, overrides[config.name], SOURCE_TOPIC))
         synonym = config.broker_synonym
         if synonym:
-            candidates += [c for c in view.synonyms(synonym) if c[2] != SOURCE_DEFAULT]
-        candidates.append((synonym or config.name, config.default, SOURCE_DEFAULT))
-        entries.append(_entry(request, config.name, candidates, config.type, config.documentation))
+            candidates += view.synonyms(synonym, config.default)
+        value = overrides.get(config.name)
+        if value is None:
+            value = (broker_log_value(view, synonym) if synonym else None) or config.default
+        source = candidates[0][2] if candidates else SOURCE_DEFAULT
+        entries.append(
+            _entry(request, config.name, candidates, config.type, config.documentation, shown=(value, source))
+        )
     return entries
 
 
