@@ -119,6 +119,9 @@ class MockCluster:
         )
         self.state = ClusterState(self.configs.cluster_view)
         self.configs.cluster = self.state
+        # Kafka 4.1+ formats a new cluster with eligible leader replicas on, which writes a
+        # cluster-level min.insync.replicas (ConfigurationControlManager).
+        self.configs.bootstrap_elr()
         # New partitions and moved leaders take retention from their leader's config.
         self.state.metadata_listeners.append(lambda: self.configs.apply_retention(self.state.topics.values()))
         self.groups = GroupCoordinator(self.state)

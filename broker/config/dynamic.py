@@ -68,6 +68,8 @@ log = logging.getLogger("broker.dynamic_config")
 TOPIC = 2
 BROKER = 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+MIN_ISR = "min.insync.replicas"
+ELR_VERSION = "eligible.leader.replicas.version"
 _OP_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
 # Broker keys that the logs' retention and timestamp type follow (apply_retention).
 _LOG_KEYS = frozenset(
@@ -424,6 +426,8 @@ class DynamicConfigStore(PersistentStore):
         else:
             layer = {op.name: op.value or "" for op in alteration.ops}
         check_broker_layer(layer, per_broker=broker is not None)
+        if self.elr_enabled():
+            self._check_elr(alteration, broker, layer)
         for node_id, (subscriber, view) in self._brokers.items():
             if broker is None:
                 effective = view.merged(layer, pending.get(node_id, view.own))
@@ -437,6 +441,58 @@ class DynamicConfigStore(PersistentStore):
                     if reason is not None:
                         raise ConfigError(ErrorCode.INVALID_CONFIG, reason)
         return _BrokerChange(broker, layer)
+
+    def _check_elr(self, alteration: Alteration, broker: int | None, layer: Mapping[str, str]) -> None:
+        """ConfigurationControlManager while eligible leader replicas are on: only the
+        cluster-level min.insync.replicas may change, and it may not go."""
+        if broker is not None:
+            if any(op.name == MIN_ISR for op in alteration.ops) or MIN_ISR in layer:
+                raise ConfigError(
+                    ErrorCode.INVALID_CONFIG,
+                    "Broker-level min.insync.replicas cannot be altered while ELR is enabled.",
+                )
+        elif MIN_ISR not in layer and MIN_ISR in self.cluster_default:
+            raise ConfigError(
+                ErrorCode.INVALID_CONFIG,
+                "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+            )
+
+    def elr_enabled(self) -> bool:
+        """Whether eligible.leader.replicas.version is finalized at 1 or more."""
+        return self.cluster is not None and self.cluster.features.finalized.get(ELR_VERSION, 0) >= 1
+
+    def _elr_safety(self) -> list[tuple[int | None, dict[str, str]]]:
+        """ConfigurationControlManager.maybeGenerateElrSafetyRecords: the layers that make
+        a cluster-level min.insync.replicas (the static value, else the default) and drop
+        every broker-level one, as Kafka writes them when ELR is turned on (and
+        `kafka-storage format` at bootstrap)."""
+        changes: list[tuple[int | None, dict[str, str]]] = []
+        if MIN_ISR not in self.cluster_default:
+            changes.append((None, {**self.cluster_default, MIN_ISR: self.static.get_str(MIN_ISR)}))
+        for broker, layer in self.per_broker.items():
+            if MIN_ISR in layer:
+                changes.append((broker, {k: v for k, v in layer.items() if k != MIN_ISR}))
+        return changes
+
+    def bootstrap_elr(self) -> None:
+        """A new cluster with ELR on (Kafka 4.1+): the cluster-level min.insync.replicas
+        record, in memory before any broker attaches (kept in `state.dir` with the next
+        change of the cluster-wide layer, made again at each start)."""
+        for broker, layer in self._elr_safety():
+            target = self._layer(broker)
+            target.clear()
+            target.update(layer)
+        self.cluster_view.refresh()
+        for _, view in self._brokers.values():
+            view.refresh()
+
+    async def enable_elr(self) -> None:
+        """UpdateFeatures turned ELR on: its safety records, persisted and applied."""
+        async with self._lock:
+            changes = self._elr_safety()
+            if changes:
+                await self._persist(changes)
+                self._apply([_BrokerChange(broker, layer) for broker, layer in changes])
 
     def _plan_topic(self, alteration: Alteration) -> _TopicChange:
         """After the ops, ControllerConfigurationValidator (the name, then every config

@@ -10,6 +10,7 @@ from broker.error_responses import TOP_LEVEL
 from broker.handlers.spec import WITH_CONSUMER_PROTOCOL
 from broker.security import authorization
 from broker.state.consumer_groups import HeartbeatError, HeartbeatRequest
+from broker.state.features import GROUP_VERSION
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -41,6 +42,9 @@ def _error(ctx: RequestContext, code: int, message: str | None = None) -> Any:
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.cluster.features.finalized.get(GROUP_VERSION, 0) < 1:
+        # KafkaApis: the consumer protocol needs group.version 1 (downgraded with UpdateFeatures)
+        return _error(ctx, ErrorCode.UNSUPPORTED_VERSION)
     heartbeat = HeartbeatRequest(
         group_id=request.group_id,
         member_id=request.member_id,

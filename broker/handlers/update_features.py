@@ -1,6 +1,8 @@
 """UpdateFeatures (57): finalizes feature levels cluster-wide (kafka-features.sh,
 AdminClient.updateFeatures), as FeatureControlManager checks them; ApiVersions then
-reports the new levels. All or nothing; ALTER on the cluster."""
+reports the new levels. All or nothing; ALTER on the cluster. Turning
+eligible.leader.replicas.version on writes a cluster-level min.insync.replicas and drops the
+broker-level ones, as Kafka's controller does."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from broker.error_responses import TOP_LEVEL
 from broker.handlers.spec import ALWAYS
 from broker.security.authorization import by_handler
 from broker.security.authorizer import ALTER
-from broker.state.features import SAFE_DOWNGRADE, UPGRADE
+from broker.state.features import ELR_VERSION, SAFE_DOWNGRADE, UPGRADE
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -24,7 +26,7 @@ ERROR_RESPONSE = TOP_LEVEL
 Result = response_class(API_KEY).UpdatableFeatureResult
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
     updates = {
         u.feature: (
@@ -39,6 +41,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         code, message = ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None
     else:
         cluster = ctx.cluster
+        elr_before = cluster.features.finalized.get(ELR_VERSION, 0)
         code, message = cluster.features.update(
             updates,
             cluster.controller_id,
@@ -46,6 +49,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             offset=cluster.metadata_offset,
         )
         if code == ErrorCode.NONE and updates:
+            if elr_before < 1 <= cluster.features.finalized.get(ELR_VERSION, 0):
+                await ctx.broker.configs.enable_elr()  # the cluster-level min.insync.replicas
             cluster.metadata_changed()
     # createWithErrors: before v2 every feature carries the request's outcome
     results = (

@@ -1,7 +1,15 @@
 """The cluster's finalized features (KIP-584), as Kafka's FeatureControlManager keeps them:
-what ApiVersions v3+ reports and UpdateFeatures changes. The mock supports
-transaction.version 0-2, finalized at 2 as a new Kafka 4.x cluster has it, and
-kraft.version 0-1, at 0 (a static quorum) until upgraded; it never goes down again."""
+what ApiVersions v3+ reports and UpdateFeatures changes.
+
+A new cluster finalizes what `kafka-storage format` gives a Kafka 4.4 cluster
+(Feature.PRODUCTION_FEATURES at their default levels, checked against Kafka 4.4's
+ApiVersions), except the features of what this broker does not serve: share.version (share
+groups) and streams.version (streams groups) are neither supported nor finalized, so no
+client is told to use them. metadata.version is at 4.4's level and cannot go down, as in
+Kafka; group.version 0 turns KIP-848's ConsumerGroupHeartbeat off (UNSUPPORTED_VERSION);
+eligible.leader.replicas.version 1 keeps a cluster-level min.insync.replicas (the config
+store's ELR rules); transaction.version and kraft.version as before. kraft.version stays 0
+(a static quorum) until upgraded and never goes down again."""
 
 from __future__ import annotations
 
@@ -9,13 +17,30 @@ from collections.abc import Mapping
 
 from protocol.errors import ErrorCode
 
-SUPPORTED: dict[str, tuple[int, int]] = {"transaction.version": (0, 2), "kraft.version": (0, 1)}
+GROUP_VERSION = "group.version"
+METADATA_VERSION = "metadata.version"
+ELR_VERSION = "eligible.leader.replicas.version"
+LATEST_METADATA_VERSION = 33  # Kafka 4.4's MetadataVersion.latestProduction (4.4-IV0)
+# In Kafka 4.4's order (ApiVersions lists them so).
+SUPPORTED: dict[str, tuple[int, int]] = {
+    GROUP_VERSION: (0, 1),
+    "kraft.version": (0, 1),
+    METADATA_VERSION: (7, LATEST_METADATA_VERSION),
+    "transaction.version": (0, 2),
+    ELR_VERSION: (0, 1),
+}
+BOOTSTRAP: dict[str, int] = {
+    GROUP_VERSION: 1,
+    "transaction.version": 2,
+    ELR_VERSION: 1,
+    METADATA_VERSION: LATEST_METADATA_VERSION,
+}
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 class FeatureControl:
     def __init__(self) -> None:
-        self.finalized: dict[str, int] = {"transaction.version": 2}
+        self.finalized: dict[str, int] = dict(BOOTSTRAP)
         self.epoch = 1  # Kafka's is the metadata offset of the last feature record
 
     def update(
@@ -29,6 +54,19 @@ class FeatureControl:
                 return (
                     ErrorCode.INVALID_UPDATE_VERSION,
                     f"Invalid update version {level} for feature {name}. {reason}",
+                )
+            current = self.finalized.get(name, 0)
+            if name == METADATA_VERSION and level < current:
+                # FeatureControlManager.updateMetadataVersion: no downgrade in Kafka 4.x
+                why = (
+                    "Refusing to perform the requested downgrade because it might delete metadata information."
+                    if upgrade_type == SAFE_DOWNGRADE
+                    else "Unsafe metadata downgrade is not supported in this version."
+                )
+                return (
+                    ErrorCode.INVALID_UPDATE_VERSION,
+                    "The update failed for all features since the following feature had an error: "
+                    f"Unsupported metadata.version downgrade from {current} to {level}. {why}",
                 )
         if not validate_only and updates:
             for name, (level, _) in updates.items():
@@ -57,6 +95,8 @@ class FeatureControl:
             )
         if level > current and upgrade_type != UPGRADE:
             return "Can't downgrade to a newer version."
+        if name == METADATA_VERSION and level < current:
+            return None  # refused by metadata_version_refusal, with its own message
         if name == "kraft.version" and upgrade_type != UPGRADE and level != current:
             return "Can't downgrade the version of this feature."
         return None

@@ -586,14 +586,18 @@ def test_python_api_persists_across_a_restart(tmp_path: Path) -> None:
         first.configs.alter(1, set={"message.max.bytes": 6000, "plugin.key": "x"})
     with MockCluster(brokers=2, config=config) as second:
         assert second.configs.describe(None) == {
-            "num.partitions": ("3", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+            # written at bootstrap, as Kafka 4.1+ does with eligible leader replicas on
+            "min.insync.replicas": ("1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            "num.partitions": ("3", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
         }
         assert second.brokers[1].config.get_int("message.max.bytes") == 6000
         assert second.brokers[1].config.get_str("plugin.key") == "x"
         assert second.brokers[0].config.get_int("message.max.bytes") == 5000
         assert second.state.config.get_int("num.partitions") == 3
     with MockCluster(brokers=2, config=FAST) as in_memory:  # no state dir: nothing kept
-        assert in_memory.configs.describe(None) == {}
+        assert in_memory.configs.describe(None) == {
+            "min.insync.replicas": ("1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        }
 
 
 async def test_python_api_on_the_loop() -> None:

@@ -177,6 +177,14 @@ def test_cluster_default_and_precedence(cluster: MockCluster, admin: KafkaAdminC
         None,
     )
     assert described(admin, "") == {
+        # ELR's cluster-level record (Kafka 4.1+ bootstraps it)
+        "min.insync.replicas": (
+            "1",
+            DYNAMIC_DEFAULT,
+            [("min.insync.replicas", "1", DYNAMIC_DEFAULT)],
+            False,
+            False,
+        ),
         "num.partitions": ("3", DYNAMIC_DEFAULT, [("num.partitions", "3", DYNAMIC_DEFAULT)], False, False),
         "log.retention.bytes": (
             "1000",
@@ -207,7 +215,7 @@ def test_cluster_default_and_precedence(cluster: MockCluster, admin: KafkaAdminC
         DYNAMIC_DEFAULT,
     )
     assert incremental(admin, "", ("num.partitions", DELETE, None)) == (0, None)
-    assert described(admin, "") == {
+    assert described(admin, "", keys=["num.partitions", "log.retention.bytes"]) == {
         "log.retention.bytes": (
             "1000",
             DYNAMIC_DEFAULT,
@@ -511,13 +519,20 @@ def test_changes_survive_a_restart_with_a_state_dir(tmp_path: Path) -> None:
         admin = KafkaAdminClient(bootstrap_servers=second.bootstrap_servers)
         try:
             assert described(admin, "") == {
+                "min.insync.replicas": (
+                    "1",
+                    DYNAMIC_DEFAULT,
+                    [("min.insync.replicas", "1", DYNAMIC_DEFAULT)],
+                    False,
+                    False,
+                ),
                 "num.partitions": (
                     "3",
                     DYNAMIC_DEFAULT,
                     [("num.partitions", "3", DYNAMIC_DEFAULT)],
                     False,
                     False,
-                )
+                ),
             }
             on_1 = kp_describe(admin, "1")["message.max.bytes"]
             assert (on_1["value"], on_1["config_source"]) == ("7000", "DYNAMIC_BROKER_CONFIG")
