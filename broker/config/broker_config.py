@@ -58,6 +58,12 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "log.cleaner.backoff.ms": ("15000", "long", "how often compacted partitions are checked for cleaning"),
     "message.max.bytes": ("1048588", "int", "largest record batch accepted"),
     "min.insync.replicas": ("1", "int", "in-sync replicas an acks=all produce needs"),
+    "replica.catch.up.ms": (
+        "500",
+        "long",
+        "not a Kafka config: how long a replica added by a reassignment takes to catch up and join"
+        " the ISR, ending the reassignment (0: at once)",
+    ),
     "socket.request.max.bytes": ("104857600", "int", "largest request frame accepted"),
     "socket.request.receive.timeout.ms": (
         "-1",
@@ -276,6 +282,7 @@ LOG_DEFAULTS: dict[str, tuple[str, str, str]] = {
     ),
 }
 
+CATCH_UP_CONFIG = "replica.catch.up.ms"
 # Keys without a default in Kafka (null, or required as node.id is): unset, DescribeConfigs
 # shows no value and no synonym (ConfigHelper lists no DEFAULT_CONFIG synonym for them).
 NULL_DEFAULTS: frozenset[str] = frozenset({"node.id", "broker.rack"})

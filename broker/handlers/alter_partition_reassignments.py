@@ -1,7 +1,10 @@
 """AlterPartitionReassignments (45): moves partitions to other replicas among the mock
 brokers (kafka-reassign-partitions.sh, AdminClient.alterPartitionReassignments), or
-cancels a move in progress (null replicas). A move completes as soon as its new replicas'
-brokers are up, the log being shared; see ClusterState.reassign. ALTER on the cluster."""
+cancels a move in progress (null replicas). The partition's replicas are the target and
+the replicas to remove until the new ones, their brokers up, have caught up
+(`replica.catch.up.ms` later: the log being shared, there is no fetching to wait for); then
+the removed ones go and, if the leader left, the first new replica leads. See
+ClusterState.reassign. ALTER on the cluster."""
 
 from __future__ import annotations
 

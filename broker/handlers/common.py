@@ -51,7 +51,8 @@ def log_dir(ctx: RequestContext) -> str:
 class PartitionState:
     """How Metadata and DescribeTopicPartitions show a partition, given the live brokers:
     offline (LEADER_NOT_AVAILABLE, leader -1) while its leader is down; the in-sync
-    replicas are the live ones (the log is shared), the others are offline."""
+    replicas are the live ones (the log is shared) but those a reassignment is adding
+    until they have caught up, the others are offline."""
 
     error_code: int
     leader_id: int
@@ -64,7 +65,7 @@ class PartitionState:
         return cls(
             ErrorCode.NONE if leader_up else ErrorCode.LEADER_NOT_AVAILABLE,
             partition.leader if leader_up else -1,
-            [r for r in partition.replicas if r in live],
+            [r for r in partition.replicas if r in live and r not in partition.adding],
             [r for r in partition.replicas if r not in live],
         )
 

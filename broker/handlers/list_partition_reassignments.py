@@ -1,5 +1,6 @@
-"""ListPartitionReassignments (46): the moves in progress (a new replica waits for its
-broker to come back), with their adding and removing replicas; DESCRIBE on the cluster."""
+"""ListPartitionReassignments (46): the moves in progress (until their new replicas have
+caught up: `replica.catch.up.ms` once their brokers are up), with their adding and
+removing replicas; DESCRIBE on the cluster."""
 
 from __future__ import annotations
 

@@ -188,7 +188,7 @@ def _check_min_isr(
         int(configured) if configured is not None else ctx.config.get_int("min.insync.replicas"),
         len(replicas),
     )
-    isr = [replica for replica in replicas if replica in live]
+    isr = [replica for replica in replicas if replica in live and replica not in partition.adding]
     if len(isr) >= min_isr:
         return ErrorCode.NONE, None
     return ErrorCode.NOT_ENOUGH_REPLICAS, (

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from broker.config.broker_config import BrokerConfig
+from broker.config.broker_config import CATCH_UP_CONFIG, BrokerConfig
 from broker.config.topic_configs import topic_configs_error
 from broker.state.features import FeatureControl
 from broker.state.log import PartitionLog
@@ -55,9 +57,11 @@ class Partition:
     log: PartitionLog
     leader_epoch: int = 0
     # An ongoing reassignment (AlterPartitionReassignments): replicas being added, which
-    # have not caught up yet (their broker is down), and replicas to drop once they have.
+    # have not caught up yet (not in the ISR), and replicas to drop once they have.
     adding: list[int] = field(default_factory=list)
     removing: list[int] = field(default_factory=list)
+    # When the added replicas, their brokers up, have caught up (time.monotonic()).
+    caught_up_at: float = 0.0
 
 
 @dataclass(slots=True)
@@ -228,6 +232,8 @@ class ClusterState:
             for partition in topic.partitions:
                 if partition.leader == node_id:  # it was offline
                     partition.leader_epoch += 1
+                if node_id in partition.adding:  # its new replica starts fetching now
+                    self._start_catch_up(partition)
                 if partition.adding:
                     self._maybe_complete_reassignment(partition)
         self.metadata_changed()
@@ -517,10 +523,11 @@ class ClusterState:
         target: Sequence[int] | None,
         allow_replication_factor_change: bool = True,
     ) -> None:
-        """Moves a partition to the `target` replicas (None cancels an ongoing move).
-        New replicas catch up at once when their broker is up (the log is shared), so the
-        move completes then; a replica on a stopped broker keeps it in progress until the
-        broker returns. ClusterError with Kafka's code and message otherwise."""
+        """Moves a partition to the `target` replicas (None cancels an ongoing move), as
+        ReplicationControlManager does: the replicas are the target then those to remove,
+        and the new ones stay out of the ISR until they have caught up, which here is
+        `replica.catch.up.ms` after the move (or after their broker returns); then the
+        removed replicas go. ClusterError with Kafka's code and message otherwise."""
         found = self.topics.get(topic)
         if found is None:
             raise ClusterError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Unable to find a topic named {topic}.")
@@ -547,11 +554,16 @@ class ClusterState:
         partition.adding = [r for r in target if r not in original]
         partition.removing = [r for r in original if r not in target]
         partition.replicas = list(target) + partition.removing
+        self._start_catch_up(partition)
         if not self._maybe_complete_reassignment(partition):
             self.metadata_changed()
 
     def reassignments(self) -> list[tuple[str, Partition]]:
         """(topic, partition) of every reassignment in progress."""
+        for topic in self.topics.values():
+            for p in topic.partitions:
+                if p.adding:
+                    self._maybe_complete_reassignment(p)  # a catch-up no timer saw
         return [
             (name, p)
             for name, topic in self.topics.items()
@@ -580,10 +592,34 @@ class ClusterState:
                 )
             previous = broker
 
+    def _start_catch_up(self, partition: Partition) -> None:
+        """The added replicas start fetching: they join the ISR `replica.catch.up.ms`
+        later (Kafka: once a follower's fetch reached the leader's log end), checked then
+        by a loop timer (none without a running loop: the next look completes it)."""
+        if not partition.adding:
+            return
+        delay_ms = self.config.get_int(CATCH_UP_CONFIG)
+        partition.caught_up_at = time.monotonic() + max(delay_ms, 0) / 1000.0
+        if delay_ms <= 0:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        loop.call_later(delay_ms / 1000.0, self._caught_up, partition, partition.caught_up_at)
+
+    def _caught_up(self, partition: Partition, deadline: float) -> None:
+        if partition.adding and partition.caught_up_at == deadline:  # not a newer move's
+            partition.caught_up_at = 0.0  # (the loop's timers may run a little early)
+            self._maybe_complete_reassignment(partition)
+
     def _maybe_complete_reassignment(self, partition: Partition) -> bool:
-        """Stage 3: once every added replica is in sync (its broker up), the removed ones go."""
+        """Stage 3: once every added replica is in sync (its broker up and caught up),
+        the removed ones go."""
         live = set(self.live_broker_ids())
         if not all(r in live for r in partition.adding):
+            return False
+        if time.monotonic() < partition.caught_up_at:
             return False
         self._set_replicas(partition, [r for r in partition.replicas if r not in partition.removing])
         return True
