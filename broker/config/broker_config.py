@@ -7,6 +7,7 @@ so unknown keys (meant for plugins) pass through untouched.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,8 @@ from broker.config.topic_configs import (
     SOURCE_DYNAMIC_BROKER,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
     SOURCE_STATIC_BROKER,
+    SOURCE_TOPIC,
+    TopicConfig,
 )
 
 # name -> (default, type, documentation); defaults are Apache Kafka's unless noted.
@@ -343,6 +346,27 @@ def broker_log_value(config: BrokerConfig, name: str) -> str | None:
         number = int(value.strip()) * scale
         return "-1" if number < 0 and member.startswith("log.retention.") else str(number)
     return None
+
+
+def topic_config_layers(
+    view: BrokerConfigView, config: TopicConfig, overrides: Mapping[str, str]
+) -> tuple[str, int, list[tuple[str, str, int]]]:
+    """(value, source, synonyms) of a topic config, as ConfigHelper.createTopicConfigEntry
+    has them: the synonyms are the topic's override, then the broker config's layers
+    (`view.synonyms`: none for retention.ms while log.retention.ms is unset); the source
+    is the first synonym's, DEFAULT_CONFIG without one; the value is the topic's LogConfig
+    value: the override, else what the broker config gives (log.retention.hours=24:
+    86400000), else the default."""
+    synonyms: list[tuple[str, str, int]] = []
+    if config.name in overrides:
+        synonyms.append((config.name, overrides[config.name], SOURCE_TOPIC))
+    server = config.broker_synonym
+    if server:
+        synonyms += view.synonyms(server, config.default)
+    value = overrides.get(config.name)
+    if value is None:
+        value = (broker_log_value(view, server) if server else None) or config.default
+    return value, synonyms[0][2] if synonyms else SOURCE_DEFAULT, synonyms
 
 
 SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

@@ -19,7 +19,8 @@ from typing import Any
 from kafka.protocol.admin import CreateTopicsResponse
 
 from broker import throttling
-from broker.config.topic_configs import SOURCE_DEFAULT, SOURCE_TOPIC, TOPIC_CONFIGS
+from broker.config.broker_config import BrokerConfigView, topic_config_layers
+from broker.config.topic_configs import TOPIC_CONFIGS
 from broker.context import RequestContext
 from broker.error_responses import mirrors, topics
 from broker.handlers.spec import ALWAYS
@@ -56,17 +57,15 @@ def _create(ctx: RequestContext, wanted: Any, validate_only: bool, charge: Charg
     )
 
 
-def _config_results(configs: dict[str, str]) -> list[Any]:
-    return [
-        ConfigResult(
-            name=c.name,
-            value=configs.get(c.name, c.default),
-            read_only=False,
-            config_source=SOURCE_TOPIC if c.name in configs else SOURCE_DEFAULT,
-            is_sensitive=False,
+def _config_results(view: BrokerConfigView, configs: dict[str, str]) -> list[Any]:
+    """Each topic config's value and source as DescribeConfigs would show them."""
+    results = []
+    for c in TOPIC_CONFIGS.values():
+        value, source, _ = topic_config_layers(view, c, configs)
+        results.append(
+            ConfigResult(name=c.name, value=value, read_only=False, config_source=source, is_sensitive=False)
         )
-        for c in TOPIC_CONFIGS.values()
-    ]
+    return results
 
 
 def _total_partitions(ctx: RequestContext, request: Any) -> int:
@@ -135,7 +134,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     if wanted.replication_factor != -1
                     else ctx.config.get_int("default.replication.factor"),
                 )
-            fields["configs"] = _config_results(configs)
+            fields["configs"] = _config_results(ctx.broker.config, configs)
         if fields["error_code"]:
             fields.update(num_partitions=-1, replication_factor=-1, configs=None)
         results.append(Result(**fields))

@@ -15,16 +15,15 @@ from kafka.protocol.admin import DescribeConfigsResponse
 from broker.config.broker_config import (
     DEFAULTS,
     BrokerConfigView,
-    broker_log_value,
     config_type,
     is_read_only,
+    topic_config_layers,
 )
 from broker.config.dynamic import parse_broker_id
 from broker.config.group_configs import GROUP, GROUP_CONFIGS, SOURCE_GROUP
 from broker.config.topic_configs import (
     SOURCE_DEFAULT,
     SOURCE_DYNAMIC_DEFAULT_BROKER,
-    SOURCE_TOPIC,
     TOPIC_CONFIGS,
     TYPE_CODES,
 )
@@ -88,25 +87,12 @@ def _entry(
 
 
 def _topic_configs(view: BrokerConfigView, request: Any, overrides: dict[str, str]) -> list[Any]:
-    """ConfigHelper.createTopicConfigEntry: the synonyms are the topic's override, then the
-    broker config's (configSynonyms of its brokerConfigSynonyms group, so none for
-    retention.ms while log.retention.ms is unset); the source is the first synonym's,
-    DEFAULT_CONFIG without one. The value is the topic's LogConfig value: the override,
-    else what the broker config gives (log.retention.hours=24: 86400000), else the default."""
+    """ConfigHelper.createTopicConfigEntry for every topic config (topic_config_layers)."""
     entries = []
     for config in TOPIC_CONFIGS.values():
-        candidates: Candidates = []
-        if config.name in overrides:
-            candidates.append((config.name, overrides[config.name], SOURCE_TOPIC))
-        synonym = config.broker_synonym
-        if synonym:
-            candidates += view.synonyms(synonym, config.default)
-        value = overrides.get(config.name)
-        if value is None:
-            value = (broker_log_value(view, synonym) if synonym else None) or config.default
-        source = candidates[0][2] if candidates else SOURCE_DEFAULT
+        value, source, synonyms = topic_config_layers(view, config, overrides)
         entries.append(
-            _entry(request, config.name, candidates, config.type, config.documentation, shown=(value, source))
+            _entry(request, config.name, synonyms, config.type, config.documentation, shown=(value, source))
         )
     return entries
 

@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
 )
 from kafka import KafkaAdminClient
 from kafka.errors import InvalidUpdateVersionError
+from kafka.protocol.admin import CreateTopicsRequest
 from kafka.protocol.metadata import ApiVersionsRequest
 
 from broker import MockCluster
@@ -33,6 +34,7 @@ from tests.config.test_dynamic_configs_wire import (
     STATIC,
     described,
     incremental,
+    send,
 )
 from tests.support.wire import round_trip
 
@@ -139,6 +141,21 @@ def test_eligible_leader_replicas_keep_a_cluster_level_min_insync_replicas() -> 
 
         value, source, _ = topic_min_isr()
         assert (value, source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+        kp = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:  # CreateTopics v5+ answers the new topic's configs with the same sources
+            request = CreateTopicsRequest[7]
+            topic_class = request._struct.fields["topics"].data_class
+            new_topic = topic_class(
+                name="u", num_partitions=1, replication_factor=1, assignments=[], configs=[]
+            )
+            created = send(kp, request(topics=[new_topic], timeout_ms=10000, validate_only=True))
+        finally:
+            kp.close()
+        [topic] = created.topics
+        assert {c.name: (c.value, c.config_source) for c in topic.configs}["min.insync.replicas"] == (
+            "2",
+            ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+        )
 
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
 
