@@ -79,6 +79,13 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
             "tombstone retention",
         ),
         _c(
+            "errors.deadletterqueue.group.enable",
+            "false",
+            "boolean",
+            None,
+            "whether share groups may use the topic as a dead-letter queue",
+        ),
+        _c(
             "file.delete.delay.ms",
             "60000",
             "long",
@@ -119,6 +126,13 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
             "log.cleaner.max.compaction.lag.ms",
             "max compaction delay",
         ),
+        _c(
+            "max.decompressed.message.bytes",
+            "2147483639",
+            "int",
+            "max.decompressed.message.bytes",
+            "largest decompressed record",
+        ),
         _c("max.message.bytes", "1048588", "int", "message.max.bytes", "largest record batch"),
         _c(
             "message.timestamp.after.max.ms",
@@ -151,6 +165,28 @@ TOPIC_CONFIGS: dict[str, TopicConfig] = {
         _c("min.compaction.lag.ms", "0", "long", "log.cleaner.min.compaction.lag.ms", "min compaction delay"),
         _c("min.insync.replicas", "1", "int", "min.insync.replicas", "replicas needed for acks=all"),
         _c("preallocate", "false", "boolean", "log.preallocate", "preallocate segment files"),
+        _c(
+            "remote.copy.lag.bytes",
+            "-1",
+            "long",
+            "log.remote.copy.lag.bytes",
+            "newer local bytes before a segment is copied to remote storage",
+        ),
+        _c(
+            "remote.copy.lag.ms",
+            "0",
+            "long",
+            "log.remote.copy.lag.ms",
+            "age before a segment is copied to remote storage",
+        ),
+        _c("remote.log.copy.disable", "false", "boolean", None, "stop copying to remote storage"),
+        _c(
+            "remote.log.delete.on.disable",
+            "false",
+            "boolean",
+            None,
+            "delete remote data when tiered storage is disabled",
+        ),
         _c("remote.storage.enable", "false", "boolean", None, "tiered storage"),
         _c(
             "retention.bytes", "-1", "long", "log.retention.bytes", "bytes kept per partition (enforced here)"
@@ -201,6 +237,9 @@ _RANGES: dict[str, tuple[int | None, int | None]] = {
     "message.timestamp.after.max.ms": (0, None),
     "local.retention.ms": (-2, None),
     "local.retention.bytes": (-2, None),
+    "remote.copy.lag.ms": (-1, None),
+    "remote.copy.lag.bytes": (-1, None),
+    "max.decompressed.message.bytes": (1, 2147483639),  # Integer.MAX_VALUE - 8
     "compression.lz4.level": (1, 17),  # Lz4Compression.MIN_LEVEL..MAX_LEVEL
     "compression.zstd.level": (-131072, 22),  # Zstd.minCompressionLevel()..maxCompressionLevel()
 }

@@ -13,6 +13,7 @@ its config records count towards as well, is not modelled beyond that.)"""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
@@ -35,7 +36,6 @@ VERSIONS = (2, 7)
 AUTHORIZATION = authorization.CREATE_TOPICS
 ENABLED = ALWAYS
 ERROR_RESPONSE = mirrors(topics("topics", "topics", None, ("name", "name")))
-NOT_IMPLEMENTED = ("A topic named `__cluster_metadata` is not refused.",)
 STRICT_SINCE_VERSION = 6
 MAX_PARTITIONS_PER_BATCH = 10_000  # ReplicationControlManager.validateTotalNumberOfPartitions
 EXCESSIVE_PARTITIONS = "Excessively large number of partitions per request."
@@ -114,6 +114,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             fields.update(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
         else:
             configs = {c.name: c.value for c in wanted.configs if c.value is not None}
+            if topic is None:
+                # validate_only: ReplicationControlManager.createTopic draws the id before it
+                # knows, and the answer carries it
+                fields["topic_id"] = uuid.uuid4()
             if topic is not None:
                 fields.update(
                     topic_id=topic.topic_id,
@@ -135,8 +139,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     else ctx.config.get_int("default.replication.factor"),
                 )
             fields["configs"] = _config_results(ctx.broker.config, configs)
-        if fields["error_code"]:
-            fields.update(num_partitions=-1, replication_factor=-1, configs=None)
+        if fields["error_code"]:  # a refused topic's configs: the schema's default, []
+            fields.update(num_partitions=-1, replication_factor=-1, configs=[])
         results.append(Result(**fields))
     for name in dict.fromkeys(t.name for t in request.topics if counts[t.name] > 1):
         results.append(
@@ -146,7 +150,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 error_message="Duplicate topic name.",
                 num_partitions=-1,
                 replication_factor=-1,
-                configs=None,
+                configs=[],
             )
         )
     throttling.finish_mutations(ctx, quota)

@@ -22,6 +22,7 @@ _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_NAME_LENGTH = 249
 Charge = Callable[[int], None]  # takes partition mutations from a quota, raises to refuse
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+METADATA_TOPIC = "__cluster_metadata"  # the KRaft log: never a topic of its own
 
 
 class ClusterError(Exception):
@@ -254,12 +255,16 @@ class ClusterState:
         manual `assignments` ((partition index, replicas) each, leader first) or the
         partition count and replication factor (-1: the broker's default) and the
         placement. `charge` is called with the partition count once all that is valid
-        (the controller mutation quota; it raises to refuse), validate_only included."""
+        (the controller mutation quota; it raises to refuse), validate_only included.
+        __consumer_offsets and __transaction_state count as existing, as on a Kafka
+        cluster whose coordinators answered a FindCoordinator (which the mock's always do)."""
         validate_topic_name(name)
-        if name in self.topics:
+        if name == METADATA_TOPIC:
+            raise ClusterError(ErrorCode.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
+        if name in self.topics or name in INTERNAL_TOPICS:
             raise ClusterError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if "." in name or "_" in name:
-            colliding = sorted(t for t in self.topics if _unified(t) == _unified(name))
+            colliding = sorted(t for t in [*self.topics, *INTERNAL_TOPICS] if _unified(t) == _unified(name))
             if colliding:
                 raise ClusterError(
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -363,12 +368,16 @@ class ClusterState:
             )
         live = self.live_broker_ids()
         if not live:
-            raise ClusterError(ErrorCode.INVALID_REPLICATION_FACTOR, "All brokers are currently fenced.")
+            raise ClusterError(
+                ErrorCode.INVALID_REPLICATION_FACTOR,
+                "All brokers are currently fenced, or have all their log directories cordoned.",
+            )
         if replication_factor > len(self.brokers):
             raise ClusterError(
                 ErrorCode.INVALID_REPLICATION_FACTOR,
                 f"The target replication factor of {replication_factor} cannot be reached because only "
-                f"{len(self.brokers)} broker(s) are registered.",
+                f"{len(self.brokers)} broker(s) are registered or some brokers have all their log "
+                "directories cordoned.",
             )
         down = sorted(node_id for node_id in self.brokers if node_id not in live)
         start = self._placement

@@ -100,3 +100,56 @@ def test_topic_overrides_come_first() -> None:
         TOPIC_CONFIG,
         [("max.message.bytes", "5000", TOPIC_CONFIG), ("message.max.bytes", "1048588", DEFAULT)],
     )
+
+
+def test_kafka_44_topic_configs(defaults: dict[str, Any]) -> None:
+    """The topic configs Kafka 4.4 added, with their defaults and broker synonyms."""
+    assert defaults["errors.deadletterqueue.group.enable"] == ("false", DEFAULT, [])
+    assert defaults["max.decompressed.message.bytes"] == (
+        "2147483639",
+        DEFAULT,
+        [("max.decompressed.message.bytes", "2147483639", DEFAULT)],
+    )
+    assert defaults["remote.copy.lag.bytes"] == (
+        "-1",
+        DEFAULT,
+        [("log.remote.copy.lag.bytes", "-1", DEFAULT)],
+    )
+    assert defaults["remote.copy.lag.ms"] == ("0", DEFAULT, [("log.remote.copy.lag.ms", "0", DEFAULT)])
+    assert defaults["remote.log.copy.disable"] == ("false", DEFAULT, [])
+    assert defaults["remote.log.delete.on.disable"] == ("false", DEFAULT, [])
+
+
+def test_kafka_44_topic_configs_set_and_validated() -> None:
+    """Set on a topic they are its own; LogConfig's validators refuse what Kafka 4.4 refuses."""
+    overrides = {"max.decompressed.message.bytes": "1048576", "remote.copy.lag.ms": "-1"}
+    configs = topic_configs({}, overrides)
+    assert configs["max.decompressed.message.bytes"][:2] == ("1048576", TOPIC_CONFIG)
+    assert configs["remote.copy.lag.ms"][:2] == ("-1", TOPIC_CONFIG)
+    with MockCluster(config=FAST) as cluster:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=10000)
+        try:
+            refused = {
+                value: admin.create_topics(
+                    {f"t{i}": {"num_partitions": 1, "configs": {key: value}}}, raise_errors=False
+                )["topics"][0]["error_message"]
+                for i, (key, value) in enumerate(
+                    [
+                        ("remote.copy.lag.bytes", "-2"),
+                        ("max.decompressed.message.bytes", "0"),
+                        ("max.decompressed.message.bytes", "2147483647"),
+                        ("remote.log.copy.disable", "yes"),
+                    ]
+                )
+            }
+        finally:
+            admin.close()
+    assert refused == {
+        "-2": "Invalid value -2 for configuration remote.copy.lag.bytes: Value must be at least -1",
+        "0": "Invalid value 0 for configuration max.decompressed.message.bytes: Value must be at least 1",
+        "2147483647": (
+            "Invalid value 2147483647 for configuration max.decompressed.message.bytes: "
+            "Value must be no more than 2147483639"
+        ),
+        "yes": "Invalid value yes for configuration remote.log.copy.disable: Expected value to be either true or false",
+    }

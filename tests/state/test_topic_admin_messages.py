@@ -136,7 +136,8 @@ def test_create_topics_messages(cluster: MockCluster) -> None:
             "rf4",
             INVALID_REPLICATION_FACTOR,
             "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be "
-            "reached because only 3 broker(s) are registered.",
+            "reached because only 3 broker(s) are registered or some brokers have all their log directories "
+            "cordoned.",
         ),
         ("", INVALID_TOPIC_EXCEPTION, "Topic name is invalid: the empty string is not allowed"),
         ("..", INVALID_TOPIC_EXCEPTION, "Topic name is invalid: '..' is not allowed"),
@@ -185,10 +186,90 @@ def test_create_topics_messages_through_confluent(cluster: MockCluster) -> None:
         "rf9": (
             INVALID_REPLICATION_FACTOR,
             "Unable to replicate the partition 9 time(s): The target replication factor of 9 cannot be "
-            "reached because only 3 broker(s) are registered.",
+            "reached because only 3 broker(s) are registered or some brokers have all their log directories "
+            "cordoned.",
         ),
         "zero": (INVALID_PARTITIONS, "Number of partitions was set to an invalid non-positive value."),
     }
+
+
+NEW_IN_KAFKA_44 = {
+    "errors.deadletterqueue.group.enable": "false",
+    "max.decompressed.message.bytes": "2147483639",
+    "remote.copy.lag.bytes": "-1",
+    "remote.copy.lag.ms": "0",
+    "remote.log.copy.disable": "false",
+    "remote.log.delete.on.disable": "false",
+}
+
+
+def test_create_topics_validate_only_through_kafka_python(admin: KafkaAdminClient) -> None:
+    """A validate-only creation answers the id ReplicationControlManager drew for the topic,
+    and the configs a new topic would have, Kafka 4.4's newest included."""
+    answer = admin.create_topics(
+        {"checked": {"num_partitions": 2, "replication_factor": 1}, "refused": {"num_partitions": 0}},
+        validate_only=True,
+        raise_errors=False,
+    )
+    by_name = {t["name"]: t for t in answer["topics"]}
+    checked, refused = by_name["checked"], by_name["refused"]
+    assert checked["error_code"] == 0 and uuid.UUID(checked["topic_id"]) != uuid.UUID(int=0)
+    assert {k: checked["configs"][k]["value"] for k in NEW_IN_KAFKA_44} == NEW_IN_KAFKA_44
+    assert (refused["error_code"], refused["topic_id"]) == (INVALID_PARTITIONS, None)
+    assert "checked" not in admin.list_topics()
+
+
+def test_create_topics_refused_configs_are_empty_lists(cluster: MockCluster) -> None:
+    """CreatableTopicResult's configs keep the schema's default, [], on every refusal: a
+    topic error, a repeated name, a request over the partition limit."""
+    request = CreateTopicsRequest[7](
+        topics=[creatable("rf-too-high", replication=4), creatable("twice"), creatable("twice")],
+        timeout_ms=5000,
+        validate_only=False,
+    )
+    too_many = CreateTopicsRequest[5](
+        topics=[creatable("huge", partitions=10_001)], timeout_ms=5000, validate_only=True
+    )
+    answers = [*call(cluster, request).topics, *call(cluster, too_many).topics]
+    assert [(t.name, t.configs) for t in answers] == [("rf-too-high", []), ("twice", []), ("huge", [])]
+
+
+def test_internal_topic_names(cluster: MockCluster) -> None:
+    """__consumer_offsets and __transaction_state exist on Kafka once their coordinators
+    answered (the mock's always do): creating them is TOPIC_ALREADY_EXISTS, validate-only
+    too, and a colliding name is refused; __cluster_metadata is never creatable."""
+    client = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    futures = client.create_topics(
+        [NewTopic("__consumer_offsets", 1, 1), NewTopic("__transaction_state", 1, 1)], operation_timeout=5
+    )
+    errors = {name: future.exception(timeout=10) for name, future in futures.items()}
+    assert {name: (e.args[0].code(), e.args[0].str()) for name, e in errors.items() if e} == {
+        "__consumer_offsets": (TOPIC_ALREADY_EXISTS, "Topic '__consumer_offsets' already exists."),
+        "__transaction_state": (TOPIC_ALREADY_EXISTS, "Topic '__transaction_state' already exists."),
+    }
+    request = CreateTopicsRequest[7](
+        topics=[
+            creatable("__consumer_offsets"),
+            creatable("__consumer.offsets"),
+            creatable("__cluster_metadata"),
+        ],
+        timeout_ms=5000,
+        validate_only=True,
+    )
+    assert [(t.name, t.error_code, t.error_message) for t in call(cluster, request).topics] == [
+        ("__consumer_offsets", TOPIC_ALREADY_EXISTS, "Topic '__consumer_offsets' already exists."),
+        (
+            "__consumer.offsets",
+            INVALID_TOPIC_EXCEPTION,
+            "Topic '__consumer.offsets' collides with existing topic: __consumer_offsets",
+        ),
+        (
+            "__cluster_metadata",
+            INVALID_REQUEST,
+            "Creation of internal topic __cluster_metadata is prohibited.",
+        ),
+    ]
+    assert sorted(cluster.state.topics) == []
 
 
 # -- DeleteTopics -------------------------------------------------------------------------
