@@ -151,7 +151,7 @@ class RequestPipeline:
         self.broker = broker
         self.handlers = handlers
         # What ApiVersions advertises: exactly the APIs with a handler (Kafka's ApiVersionManager).
-        self.advertised_apis = {key: (spec.min_version, spec.max_version) for key, spec in handlers.items()}
+        self.advertised_apis = {key: spec.advertised for key, spec in handlers.items()}
         self.gates: tuple[Gate, ...] = ()
         self.interceptors: tuple[Interceptor, ...] = ()
         self.observers: tuple[Observer, ...] = ()
@@ -250,11 +250,14 @@ class RequestPipeline:
             self._report_oddity(connection, frame, f"API key {api_key} is not advertised")
             raise MalformedRequest(f"unsupported API key {api_key}")
         if not spec.min_version <= api_version <= spec.max_version:
+            low, high = spec.advertised
             self._report_oddity(
                 connection,
                 frame,
-                f"{api_name(api_key)} v{api_version} is outside the advertised "
-                f"v{spec.min_version}-{spec.max_version}",
+                f"{api_name(api_key)} v{api_version} is outside the advertised v{low}-{high}"
+                if not low <= api_version <= high
+                else f"{api_name(api_key)} v{api_version} is advertised but not served "
+                f"(v{spec.min_version}-{spec.max_version})",
             )
             if api_key == api_versions.API_KEY:
                 self._answer_unsupported_api_versions(

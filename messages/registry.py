@@ -1,12 +1,14 @@
-"""Maps API keys to kafka-python 3's message classes.
+"""Maps API keys to message classes: kafka-python 3's, or for an API whose Kafka 4.4
+schema is bundled (messages/schemas/, `messages.bundled_schemas`), the bundled class.
 
-kafka-python generates these classes from Apache Kafka's own JSON schemas, so this
-module is the only place that knows where they live; nothing here hand-writes a struct.
+Both are generated from Apache Kafka's own JSON schemas, so this module is the only
+place that knows where they live; nothing here hand-writes a struct.
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterable
 from typing import Any
 
 # kafka-python 3.0 reads each class's JSON schema with importlib.resources.read_text, which
@@ -22,7 +24,7 @@ with warnings.catch_warnings():
     import kafka.protocol.sasl  # noqa: F401
     from kafka.protocol.api_message import ApiMessage
 
-    import messages.bundled_schemas  # noqa: F401  (the APIs kafka-python lacks, from Kafka's JSON)
+    from messages import bundled_schemas  # the APIs kafka-python lacks or has older, from Kafka's JSON
 
 
 def _all_message_classes() -> list[Any]:
@@ -36,10 +38,20 @@ def _all_message_classes() -> list[Any]:
     return found
 
 
-_REQUESTS: dict[int, Any] = {}
-_RESPONSES: dict[int, Any] = {}
-for _cls in _all_message_classes():
-    (_REQUESTS if _cls.is_request() else _RESPONSES)[_cls.API_KEY] = _cls
+def _by_api_key(classes: Iterable[Any]) -> tuple[dict[int, Any], dict[int, Any]]:
+    """Requests and responses by API key: kafka-python's classes, then the bundled ones
+    over them (a bundled schema takes precedence for its API, whatever the subclass order;
+    messages.bundled_schemas)."""
+    requests: dict[int, Any] = {}
+    responses: dict[int, Any] = {}
+    bundled = list(bundled_schemas.CLASSES.values())
+    upstream = [c for c in classes if c.__module__ != bundled_schemas.__name__]
+    for cls in [*upstream, *bundled]:
+        (requests if cls.is_request() else responses)[cls.API_KEY] = cls
+    return requests, responses
+
+
+_REQUESTS, _RESPONSES = _by_api_key(_all_message_classes())
 
 
 def request_class(api_key: int) -> Any:
@@ -57,6 +69,6 @@ def api_name(api_key: int) -> str:
 
 
 def schema_versions(api_key: int) -> tuple[int, int]:
-    """(min, max) versions of the upstream schema (Apache Kafka 4.x's supported range)."""
+    """(min, max) versions of the schema in use (Apache Kafka 4.4's supported range)."""
     low, high = request_class(api_key)._valid_versions
     return int(low), int(high)

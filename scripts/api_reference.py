@@ -29,8 +29,13 @@ def _anchor(spec: HandlerSpec) -> str:
 
 def _versions(spec: HandlerSpec) -> str:
     if spec.min_version == spec.max_version:
-        return str(spec.min_version)
-    return f"{spec.min_version}-{spec.max_version}"
+        served = str(spec.min_version)
+    else:
+        served = f"{spec.min_version}-{spec.max_version}"
+    low, high = spec.advertised
+    if (low, high) == (spec.min_version, spec.max_version):
+        return served
+    return f"{low}-{high} advertised, {served} served (others close the connection)"
 
 
 def _error_shape(spec: HandlerSpec) -> str:

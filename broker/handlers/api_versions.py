@@ -1,24 +1,30 @@
 """ApiVersions (18): the implemented APIs and versions, the client's software name, and
 (v3+) the features this broker supports and has finalized: transaction.version 2, so
-clients that know KIP-890 part 2 (the Java client) use its epoch bumps."""
+clients that know KIP-890 part 2 (the Java client) use its epoch bumps.
+
+Below v4 the supported features leave out those whose minimum is 0 (KAFKA-17011: older
+clients refuse a 0 minimum), as Kafka does. v5 (KIP-1242) carries the cluster id and node
+id the client means to reach: both or neither (else INVALID_REQUEST), and when they are
+not this broker's, REBOOTSTRAP_REQUIRED, both answered with no APIs and the connection
+kept open."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from kafka.protocol.metadata import ApiVersionsResponse
-
 from broker.context import RequestContext
 from broker.error_responses import TOP_LEVEL
 from broker.handlers.spec import ALWAYS
 from broker.security.authorization import NOT_CHECKED
 from broker.state.features import SUPPORTED
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.API_VERSIONS
-VERSIONS = (0, 4)
+VERSIONS = (0, 5)
+ApiVersionsResponse = response_class(API_KEY)
 AUTHORIZATION = NOT_CHECKED
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
@@ -42,6 +48,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 3:
         ctx.connection.client_software_name = request.client_software_name or ""
         ctx.connection.client_software_version = request.client_software_version or ""
+    if ctx.api_version >= 5:
+        refusal = _target_refusal(ctx, request.cluster_id, request.node_id)
+        if refusal is not None:
+            return ctx.response(error_code=refusal, api_keys=[], throttle_time_ms=0)
     response, body = _answer(ctx)
     # Sent as encoded here unless throttled (the pipeline then copies it, writes the
     # throttle time into the copy and encodes that); no error to count, so the metrics
@@ -49,6 +59,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     ctx.encoded = (response, [body])
     ctx.error_code = ctx.error_count = 0
     return response
+
+
+def _target_refusal(ctx: RequestContext, cluster_id: str | None, node_id: int) -> ErrorCode | None:
+    """KIP-1242: a client that names the cluster and node it means to reach is told to
+    bootstrap again when this broker is not that node of that cluster."""
+    if cluster_id is None and node_id < 0:
+        return None
+    if cluster_id is None or node_id < 0:
+        return ErrorCode.INVALID_REQUEST
+    if cluster_id != ctx.cluster.cluster_id or node_id != ctx.node_id:
+        return ErrorCode.REBOOTSTRAP_REQUIRED
+    return None
 
 
 def _answer(ctx: RequestContext) -> tuple[Any, bytes]:
@@ -91,6 +113,7 @@ def _build(ctx: RequestContext) -> Any:
         supported_features=[
             ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
             for name, (low, high) in SUPPORTED.items()
+            if low > 0 or ctx.api_version >= 4
         ],
         finalized_features_epoch=features.epoch,
         finalized_features=[

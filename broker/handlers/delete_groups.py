@@ -1,25 +1,27 @@
-"""DeleteGroups (42): removes Empty groups and their committed offsets."""
+"""DeleteGroups (42): removes Empty groups and their committed offsets.
+
+v3 adds an error message per group, which Kafka 4.4 leaves null (as here) for every
+error this broker gives: NOT_COORDINATOR, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from kafka.protocol.admin import DeleteGroupsResponse
 
 from broker.context import RequestContext
 from broker.error_responses import Level, mirrors
 from broker.handlers.spec import ALWAYS
 from broker.security import authorization
 from broker.security.acls import Operation
+from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DELETE_GROUPS
-VERSIONS = (0, 2)
+VERSIONS = (0, 3)
 AUTHORIZATION = authorization.each_group(Operation.DELETE)
 ENABLED = ALWAYS
 ERROR_RESPONSE = mirrors(Level(("groups_names",), "results", (("group_id", ""),)))
-Result = DeleteGroupsResponse.DeletableGroupResult
+Result = response_class(API_KEY).DeletableGroupResult
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -35,6 +35,10 @@ from protocol.structs import maker, new
 
 API_KEY = ApiKey.PRODUCE
 VERSIONS = (3, 13)
+# What ApiVersions advertises: Kafka 4.x advertises v0-2 too, which it no longer serves
+# (librdkafka before 2.10 refuses a broker whose Produce starts above 0: KAFKA-18659), and
+# closes the connection when one arrives, as the pipeline does for any unserved version.
+ADVERTISED_VERSIONS = (0, 13)
 AUTHORIZATION = authorization.PRODUCE
 ENABLED = ALWAYS
 ERROR_RESPONSE = mirrors(

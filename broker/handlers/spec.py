@@ -14,7 +14,10 @@ A handler module is one API (franz-go's kfake keeps the same shape): besides
 - `ERROR_RESPONSE`: a `broker.error_responses.ErrorResponse`: which request entries an
   error answers one by one (faults, authorization and failed handlers use it);
 - optionally `NOT_IMPLEMENTED`: what of Kafka's behaviour it leaves out (the API
-  reference lists it).
+  reference lists it);
+- optionally `ADVERTISED_VERSIONS`: what ApiVersions advertises when that is wider than
+  `VERSIONS` (Produce: Kafka advertises v0-2 it no longer serves); a version outside
+  `VERSIONS` closes the connection either way.
 
 `spec_of` refuses a module that lacks any of these, so the broker does not start with a
 half-declared API (tests/architecture/test_handler_declarations.py checks them all).
@@ -76,6 +79,7 @@ class HandlerSpec:
     min_version: int
     max_version: int
     api_key: int
+    advertised: tuple[int, int]  # (min, max) ApiVersions advertises
     name: str
     authorization: Authorization
     enabled: Enablement
@@ -101,6 +105,7 @@ def spec_of(module: ModuleType) -> HandlerSpec:
         min_version=low,
         max_version=high,
         api_key=int(module.API_KEY),
+        advertised=tuple(getattr(module, "ADVERTISED_VERSIONS", (low, high))),
         name=api_name(module.API_KEY),
         authorization=module.AUTHORIZATION,
         enabled=module.ENABLED,

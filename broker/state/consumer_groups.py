@@ -960,7 +960,12 @@ class ConsumerGroupManager:
         if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
         if member_epoch != member.member_epoch:
-            return ErrorCode.ILLEGAL_GENERATION if transactional else ErrorCode.STALE_MEMBER_EPOCH
+            # TxnOffsetCommit below v6 cannot say STALE_MEMBER_EPOCH (Kafka maps it)
+            return (
+                ErrorCode.ILLEGAL_GENERATION
+                if transactional and api_version < 6
+                else ErrorCode.STALE_MEMBER_EPOCH
+            )
         return ErrorCode.NONE
 
     def validate_offset_fetch(self, group: ConsumerGroup, member_id: str, member_epoch: int) -> int:

@@ -804,8 +804,9 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
-                # v9+ (OffsetCommit) says GROUP_ID_NOT_FOUND; older versions ILLEGAL_GENERATION.
-                found = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= 9 and not transactional else None
+                # OffsetCommit v9+ and TxnOffsetCommit v6+ say GROUP_ID_NOT_FOUND; older
+                # versions ILLEGAL_GENERATION.
+                found = ErrorCode.GROUP_ID_NOT_FOUND if api_version >= (6 if transactional else 9) else None
                 return found or ErrorCode.ILLEGAL_GENERATION
             self.groups[group_id] = group = ClassicGroup(group_id)
         return group.validate_offset_commit(member_id, group_instance_id, generation_id, transactional)

@@ -113,7 +113,7 @@ def test_enablement_follows_the_config() -> None:
         served = enabled_handlers(cluster.brokers[0].config)
         assert ApiKey.CONSUMER_GROUP_HEARTBEAT in served and ApiKey.PUSH_TELEMETRY not in served
         assert cluster.brokers[0].advertised_apis == {
-            k: (s.min_version, s.max_version) for k, s in served.items()
+            k: s.advertised for k, s in served.items()
         }
     config = {"group.coordinator.rebalance.protocols": "classic", "telemetry.enabled": "true"}
     with MockCluster(brokers=1, config=config) as cluster:

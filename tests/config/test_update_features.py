@@ -91,7 +91,7 @@ def supported(cluster: MockCluster) -> dict[str, tuple[int, int]]:
     host, port = cluster.bootstrap_servers.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         answer = round_trip(
-            sock, ApiVersionsRequest[3](client_software_name="t", client_software_version="1"), 1, "raw"
+            sock, ApiVersionsRequest[4](client_software_name="t", client_software_version="1"), 1, "raw"
         )
     return {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
 

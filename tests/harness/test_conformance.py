@@ -193,7 +193,7 @@ def test_oddities_unknown_tagged_fields_and_versions_outside_those_advertised() 
     oddities = {o["what"]: o["count"] for o in client(report, "odd")["oddities"]}
     assert oddities == {
         "unknown tagged field MetadataRequest._9 in v12": 1,
-        "Produce v99 is outside the advertised v3-13": 1,
+        "Produce v99 is outside the advertised v0-13": 1,
     }
 
 

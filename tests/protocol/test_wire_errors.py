@@ -62,9 +62,9 @@ def test_api_versions_v0_by_hand(sync_cluster: MockCluster) -> None:
         sock.sendall(request_frame(18, 0, 7))
         correlation_id, error, apis = parse_api_versions_v0(read_frame(sock))
     assert (correlation_id, error) == (7, 0)
-    assert apis[0] == (3, 13)  # Produce: Apache Kafka 4.x's range
+    assert apis[0] == (0, 13)  # Produce: as Apache Kafka 4.4 advertises it (v0-2 not served)
     assert apis[1] == (4, 18)
-    assert apis[18] == (0, 4)
+    assert apis[18] == (0, 5)
     assert apis[48] == apis[49] == (0, 1)  # client quota administration (KIP-546)
     assert apis[50] == apis[51] == (0, 0)  # SCRAM credential administration (KIP-554)
     assert apis[26] == (0, 5)  # EndTxn, transaction version 2 (v5) included
@@ -77,7 +77,7 @@ def test_api_versions_unsupported_version_answered_in_v0(sync_cluster: MockClust
         sock.sendall(request_frame(18, 99, 11))
         correlation_id, error, apis = parse_api_versions_v0(read_frame(sock))
         assert (correlation_id, error) == (11, 35)  # UNSUPPORTED_VERSION
-        assert apis[18] == (0, 4)
+        assert apis[18] == (0, 5)
         # The connection stays usable: the client retries with a supported version.
         sock.sendall(request_frame(18, 0, 12))
         assert parse_api_versions_v0(read_frame(sock))[:2] == (12, 0)

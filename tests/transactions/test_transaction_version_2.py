@@ -35,12 +35,12 @@ def _produce(wire: Wire, producer: tuple[int, int], partition: int, seq: int) ->
 
 
 def test_api_versions_finalizes_transaction_version_2(wire: Wire) -> None:
-    response = wire(ApiVersionsRequest[3](client_software_name="raw", client_software_version="1"))
+    response = wire(ApiVersionsRequest[4](client_software_name="raw", client_software_version="1"))
     supported = {f.name: (f.min_version, f.max_version) for f in response.supported_features}
     assert (supported["transaction.version"], supported["kraft.version"]) == ((0, 2), (0, 1))
     assert {f.name: f.max_version_level for f in response.finalized_features}["transaction.version"] == 2
     versions = {k.api_key: k.max_version for k in response.api_keys}
-    assert (versions[24], versions[25], versions[26], versions[28]) == (5, 4, 5, 5)
+    assert (versions[24], versions[25], versions[26], versions[28]) == (5, 4, 5, 6)
 
 
 def test_end_txn_v5_bumps_the_epoch_and_recognises_a_retry(wire: Wire, sync_cluster: MockCluster) -> None:
