@@ -199,6 +199,11 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
             if error != ErrorCode.NONE:
                 has_error = True
                 ctx.count_error(error)
+                # FetchResponse.partitionResponse: an error carries no offsets, and a
+                # partition the metadata does not know an empty aborted-transactions list
+                high_watermark = log_start = stable = -1
+                if partition is None and error == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                    aborted = []
             partitions.append(
                 PartitionResult(
                     partition_index=wanted.partition,

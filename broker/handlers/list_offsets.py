@@ -3,7 +3,8 @@
 As Kafka's Partition.fetchOffsetForTimestamp and UnifiedLog.fetchOffsetByTimestamp: the
 timestamp lookups answer a record (its offset and timestamp, and the leader epoch of its
 batch), decoding the records of the one batch they land in; nothing here is tiered, so
-the tiered-storage specials answer -1/-1 with epoch -1.
+the tiered-storage specials answer -1/-1 with epoch -1; a special timestamp older than the
+request version (and an unknown negative one) UNSUPPORTED_VERSION.
 """
 
 from __future__ import annotations
@@ -35,6 +36,16 @@ EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
 EARLIEST_PENDING_UPLOAD = -6
 UNKNOWN = -1  # UNKNOWN_OFFSET, UNKNOWN_TIMESTAMP and UNKNOWN_EPOCH alike
+# The first version serving each special timestamp; below it, and for any other negative
+# timestamp, Kafka answers UNSUPPORTED_VERSION.
+SPECIAL_SINCE = {
+    LATEST: 0,
+    EARLIEST: 0,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL: 8,
+    LATEST_TIERED: 9,
+    EARLIEST_PENDING_UPLOAD: 11,
+}
 TopicResult = ListOffsetsResponse.ListOffsetsTopicResponse
 PartitionResult = TopicResult.ListOffsetsPartitionResponse
 
@@ -44,6 +55,8 @@ def _lookup(
 ) -> tuple[int, int, int, int]:
     """(error, offset, timestamp, leader epoch) for one partition. read_committed sees
     the log up to its last stable offset, as Partition.fetchOffsetForTimestamp does."""
+    if timestamp < 0 and version < SPECIAL_SINCE.get(timestamp, 1 << 15):
+        return ErrorCode.UNSUPPORTED_VERSION, UNKNOWN, UNKNOWN, UNKNOWN
     log = partition.log
     last_fetchable = log.last_stable_offset if committed_only else log.high_watermark
     if timestamp == LATEST:
@@ -58,8 +71,6 @@ def _lookup(
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return ErrorCode.NONE, UNKNOWN, UNKNOWN, UNKNOWN
     if timestamp == MAX_TIMESTAMP:
-        if version < 7:
-            return ErrorCode.UNSUPPORTED_VERSION, UNKNOWN, UNKNOWN, UNKNOWN
         found = log.max_timestamp_offset()
     else:
         found = log.offset_for_timestamp(timestamp)

@@ -159,23 +159,25 @@ def test_batches_keep_their_epoch_after_a_leader_move(sync_cluster3: MockCluster
         kafka_consumer.close()
 
 
-def raw_list_offsets(cluster: MockCluster, topic: str, timestamp: int) -> tuple[int, int, int, int]:
-    """(error, offset, timestamp, leader epoch) from a raw ListOffsets v11 to the leader,
-    for the special timestamps no client here sends."""
+def raw_list_offsets(
+    cluster: MockCluster, topic: str, timestamp: int, version: int = 11
+) -> tuple[int, int, int, int]:
+    """(error, offset, timestamp, leader epoch) from a raw ListOffsets (v11 unless told) to
+    the leader, for the special timestamps no client here sends."""
     leader = cluster.on_loop(lambda: cluster.state.topics[topic].partitions[0].leader)
     endpoint = next(b for b in cluster.brokers if b.node_id == leader).advertised_endpoint("PLAINTEXT")
-    Topic = ListOffsetsRequest[11].ListOffsetsTopic
-    request = ListOffsetsRequest[11](
+    Topic = ListOffsetsRequest[version].ListOffsetsTopic
+    request = ListOffsetsRequest[version](
         replica_id=-1,
         isolation_level=0,
         topics=[
             Topic(name=topic, partitions=[Topic.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])
         ],
-        timeout_ms=5000,
+        **({"timeout_ms": 5000} if version >= 10 else {}),
     )
     with socket.create_connection((endpoint.host, endpoint.port), timeout=10) as sock:
         sock.sendall(encode_request(request, 1, "list-offsets"))
-        response = ListOffsetsResponse.decode(read_frame(sock), version=11, header=True)
+        response = ListOffsetsResponse.decode(read_frame(sock), version=version, header=True)
     [result] = response.topics[0].partitions
     return result.error_code, result.offset, result.timestamp, result.leader_epoch
 
@@ -196,3 +198,30 @@ def test_special_timestamps_without_tiered_storage(sync_cluster3: MockCluster) -
     # Nothing is tiered: Kafka answers -1/-1 with epoch -1 to these (UnifiedLog.fetchOffsetByTimestamp).
     assert raw_list_offsets(sync_cluster3, "specials", LATEST_TIERED) == (0, -1, -1, -1)
     assert raw_list_offsets(sync_cluster3, "specials", EARLIEST_PENDING_UPLOAD) == (0, -1, -1, -1)
+
+
+UNSUPPORTED_VERSION = 35
+
+
+def test_special_timestamps_need_their_version(sync_cluster: MockCluster) -> None:
+    """As Kafka 4.4 answers: a special timestamp the request's version predates, and a
+    negative timestamp that is no special one, get UNSUPPORTED_VERSION (offset, timestamp
+    and epoch -1) rather than a lookup."""
+    create_topic(sync_cluster.bootstrap_servers, "specials-versions")
+    produce_batch(sync_cluster.bootstrap_servers, "specials-versions", [BASE + 1, BASE + 2])
+    unsupported = (UNSUPPORTED_VERSION, -1, -1, -1)
+    for timestamp, since in (
+        (MAX_TIMESTAMP, 7),
+        (EARLIEST_LOCAL, 8),
+        (LATEST_TIERED, 9),
+        (EARLIEST_PENDING_UPLOAD, 11),
+    ):
+        assert raw_list_offsets(sync_cluster, "specials-versions", timestamp, since - 1) == unsupported, (
+            timestamp
+        )
+        assert raw_list_offsets(sync_cluster, "specials-versions", timestamp, since)[0] == 0, timestamp
+    for version in (1, 11):
+        assert raw_list_offsets(sync_cluster, "specials-versions", -7, version) == unsupported
+    # the plain ones at every version (v1 has no leader epoch)
+    assert raw_list_offsets(sync_cluster, "specials-versions", LATEST, 1)[:3] == (0, 2, -1)
+    assert raw_list_offsets(sync_cluster, "specials-versions", EARLIEST, 1)[:3] == (0, 0, -1)
