@@ -59,6 +59,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         throttle_time_ms=0,
         allow_replication_factor_change=allow_change,
         error_code=ErrorCode.NONE,
-        error_message=None,
+        # QuorumController answers no topics with a fresh response (the schema's default
+        # message, ""); ReplicationControlManager sets null once it has walked any.
+        error_message=None if request.topics else "",
         responses=responses,
     )

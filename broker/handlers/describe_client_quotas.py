@@ -48,7 +48,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         for entity, values in ctx.broker.quotas.store.describe(quota_filter)
     ]
     ctx.error_code = ctx.error_count = 0  # the one error code is NONE: nothing to walk for
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, entries=entries)
+    # ClientQuotasImage.describe leaves the message at the schema's default, "".
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="", entries=entries)
 
 
 # Entries built as the unversioned constructors build them, without their schema walk.

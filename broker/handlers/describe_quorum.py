@@ -5,7 +5,8 @@ grows whenever the controller moves, and the other live brokers as observers, al
 caught up with a metadata offset that counts the cluster's changes. Once kraft.version
 is 1 the voters are the dynamic set AddRaftVoter and RemoveRaftVoter change
 (broker/state/quorum.py), a stopped voter shown as not fetching. DESCRIBE on the
-cluster; any other partition is UNKNOWN_TOPIC_OR_PARTITION, as KafkaRaftClient answers."""
+cluster. A request naming anything but exactly `__cluster_metadata` partition 0 has every
+partition it names UNKNOWN_TOPIC_OR_PARTITION and no nodes, as KafkaRaftClient answers."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ NOT_IMPLEMENTED = (
     "The quorum is the mock's: offsets count the cluster's changes and timestamps are not a real log's.",
 )
 METADATA_TOPIC = "__cluster_metadata"
+UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."  # Errors.message()
 Response = response_class(API_KEY)
 TopicData = Response.TopicData
 PartitionData = TopicData.PartitionData
@@ -53,47 +55,58 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     now_ms = int(time.time() * 1000)
     offset = cluster.metadata_offset
 
-    def state(node_id: int, leader: bool) -> Any:
+    def state(node_id: int) -> Any:
         fetching = node_id in running  # a stopped voter: nothing heard from it
         return ReplicaState(
             replica_id=node_id,
             replica_directory_id=directory_id(cluster.cluster_id, node_id),
             log_end_offset=offset if fetching else -1,
-            last_fetch_timestamp=now_ms if fetching and not leader else -1,
+            last_fetch_timestamp=now_ms if fetching else -1,  # the leader's: now (RaftUtil)
             last_caught_up_timestamp=now_ms if fetching else -1,
         )
 
-    topics = []
-    for topic in request.topics:
-        partitions = []
-        for wanted in topic.partitions:
-            if topic.topic_name != METADATA_TOPIC or wanted.partition_index != 0:
-                partitions.append(
+    if not _names_the_log(request):
+        # KafkaRaftClient.handleDescribeQuorumRequest: anything but exactly
+        # __cluster_metadata-0 is DescribeQuorumRequest.getPartitionLevelErrorResponse,
+        # every partition UNKNOWN_TOPIC_OR_PARTITION with the other fields at their
+        # defaults, and no nodes.
+        unknown = [
+            TopicData(
+                topic_name=topic.topic_name,
+                partitions=[
                     PartitionData(
                         partition_index=wanted.partition_index,
                         error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message=None,
-                        leader_id=-1,
-                        leader_epoch=-1,
-                        high_watermark=-1,
+                        error_message=UNKNOWN_PARTITION_MESSAGE,
+                        leader_id=0,
+                        leader_epoch=0,
+                        high_watermark=0,
                         current_voters=[],
                         observers=[],
                     )
-                )
-                continue
-            partitions.append(
+                    for wanted in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+        return ctx.response(error_code=ErrorCode.NONE, error_message="", topics=unknown, nodes=[])
+    topics = [
+        TopicData(
+            topic_name=METADATA_TOPIC,
+            partitions=[
                 PartitionData(
                     partition_index=0,
                     error_code=ErrorCode.NONE,
-                    error_message=None,
+                    error_message="",
                     leader_id=controller,
                     leader_epoch=cluster.controller_epoch,
                     high_watermark=offset,
-                    current_voters=[state(v, leader=v == controller) for v in voters],
-                    observers=[state(n, leader=False) for n in running if n not in voters],
+                    current_voters=[state(v) for v in voters],
+                    observers=[state(n) for n in running if n not in voters],
                 )
-            )
-        topics.append(TopicData(topic_name=topic.topic_name, partitions=partitions))
+            ],
+        )
+    ]
     nodes = []
     for voter in voters:  # the voters' endpoints: the VotersRecord's, or the static voter's
         node = cluster.brokers.get(voter) or cluster.unregistered_running.get(voter)
@@ -106,4 +119,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 ],
             )
         )
-    return ctx.response(error_code=ErrorCode.NONE, error_message=None, topics=topics, nodes=nodes)
+    # RaftUtil.singletonDescribeQuorumResponse leaves both messages at the default, "".
+    return ctx.response(error_code=ErrorCode.NONE, error_message="", topics=topics, nodes=nodes)
+
+
+def _names_the_log(request: Any) -> bool:
+    """KafkaRaftClient's hasValidTopicPartition: one topic, __cluster_metadata, with one
+    partition, 0."""
+    topics = request.topics
+    return (
+        len(topics) == 1
+        and topics[0].topic_name == METADATA_TOPIC
+        and len(topics[0].partitions) == 1
+        and topics[0].partitions[0].partition_index == 0
+    )

@@ -2,7 +2,10 @@
 by a cursor so that topics with many partitions fit in bounded responses
 (DescribeTopicPartitionsRequestHandler with KRaftMetadataCache.describeTopicResponse):
 topics in name order from the cursor's, at most `response_partition_limit` partitions
-(capped by `max.request.partition.size.limit`), and the cursor to continue from."""
+(capped by `max.request.partition.size.limit`, at least one), and the cursor to continue
+from. A topic that is not there is UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for
+a name Kafka refuses) with the caller's authorized operations, as Kafka fills them in for
+every topic that passed DESCRIBE."""
 
 from __future__ import annotations
 
@@ -15,7 +18,7 @@ from broker.handlers.common import PartitionState
 from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorization import by_handler
-from broker.state.cluster import Topic
+from broker.state.cluster import ClusterError, Topic, validate_topic_name
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -57,6 +60,16 @@ def _failed(name: str, code: int) -> Any:
     return TopicResult(error_code=code, name=name, topic_id=NO_TOPIC_ID, is_internal=False, partitions=[])
 
 
+def _unknown_error(name: str) -> int:
+    """KRaftMetadataCache: INVALID_TOPIC_EXCEPTION for a name Topic.validate refuses, else
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    try:
+        validate_topic_name(name)
+    except ClusterError:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def handle(ctx: RequestContext, request: Any) -> Any:
     authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
     cluster = ctx.cluster
@@ -76,8 +89,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         listing = True
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
-    remaining = min(
-        request.response_partition_limit, ctx.broker.config.get_int("max.request.partition.size.limit")
+    if "" in names:
+        # Kafka fails the whole request on an empty name: getErrorResponse answers every
+        # topic asked for with UNKNOWN_SERVER_ERROR.
+        return ctx.response(
+            throttle_time_ms=0,
+            topics=[_failed(t.name, ErrorCode.UNKNOWN_SERVER_ERROR) for t in request.topics],
+            next_cursor=None,
+        )
+    # at least one partition, however small the limit asked for
+    remaining = max(
+        min(request.response_partition_limit, ctx.broker.config.get_int("max.request.partition.size.limit")),
+        1,
     )
     results: list[Any] = []
     next_cursor = None
@@ -87,17 +110,23 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if not listing:
                 results.append(_failed(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
-        topic = cluster.topics.get(name)
-        if topic is None:
-            results.append(_failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            continue
-        if remaining <= 0:
+        if remaining <= 0:  # the cursor points at the next topic, whether it exists or not
             next_cursor = Response.Cursor(topic_name=name, partition_index=0)
             break
+        # DescribeTopicPartitionsRequestHandler: every topic that passed DESCRIBE, known
+        # or not, gets what the caller may do to it
+        operations = sum(
+            1 << op for op in authorizer.authorized_operations(principal, host, ResourceType.TOPIC, name)
+        )
+        topic = cluster.topics.get(name)
+        if topic is None:
+            failed = _failed(name, _unknown_error(name))
+            failed.topic_authorized_operations = operations
+            results.append(failed)
+            continue
         start = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         rows = _partitions(ctx, topic, start, remaining)
         remaining -= len(rows)
-        operations = authorizer.authorized_operations(principal, host, ResourceType.TOPIC, name)
         results.append(
             TopicResult(
                 error_code=ErrorCode.NONE,
@@ -105,7 +134,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 topic_id=topic.topic_id,
                 is_internal=topic.is_internal,
                 partitions=rows,
-                topic_authorized_operations=sum(1 << op for op in operations),
+                topic_authorized_operations=operations,
             )
         )
         if start + len(rows) < len(topic.partitions):

@@ -28,14 +28,16 @@ def _describe(ctx: RequestContext, transactional_id: str) -> Any:
     error = coordinator_error(ctx, transactional_id)
     txn = ctx.transactions.describe(transactional_id) if error == ErrorCode.NONE else None
     if txn is None:
+        # TransactionCoordinator.handleDescribeTransactions sets the error code alone: the
+        # other fields keep the schema's defaults (0 and "").
         return State(
             error_code=error or ErrorCode.TRANSACTIONAL_ID_NOT_FOUND,
             transactional_id=transactional_id,
             transaction_state="",
             transaction_timeout_ms=0,
-            transaction_start_time_ms=-1,
-            producer_id=-1,
-            producer_epoch=-1,
+            transaction_start_time_ms=0,
+            producer_id=0,
+            producer_epoch=0,
             topics=[],
         )
     by_topic: dict[str, list[int]] = {}

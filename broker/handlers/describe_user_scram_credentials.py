@@ -54,4 +54,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for r in ctx.broker.credentials.describe(users)
     ]
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, results=results)
+    # ScramImage.describe leaves the top-level message at the schema's default, "".
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="", results=results)

@@ -27,7 +27,8 @@ ERROR_RESPONSE = by_version((0, None), (4, Level(("coordinator_keys",), "coordin
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-# Errors.message() of the codes this handler returns, as Kafka puts them in error_message.
+# Errors.message() of the codes this handler returns, as Kafka puts them in v1-v3's
+# error_message.
 MESSAGES: dict[int, str] = {
     ErrorCode.NONE: "NONE",
     ErrorCode.COORDINATOR_NOT_AVAILABLE: "The coordinator is not available.",
@@ -67,9 +68,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     host=host,
                     port=port,
                     error_code=error,
-                    error_message=None
-                    if error in (ErrorCode.NONE, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-                    else MESSAGES[error],
+                    # KafkaApis sets no message on v4+ coordinators, whatever the error:
+                    # the schema's default, "".
+                    error_message="",
                 )
             )
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)

@@ -1,11 +1,13 @@
 """Metadata (3): brokers on the client's listener, topics, leaders; auto-creates topics.
 
-Auto-creation as Kafka 4.x's AutoTopicCreationManager does it: the topic is answered
-UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a bad name) and a CreateTopics
-goes to the controller on the client's behalf, which the controller meters strictly
-against the client's controller_mutation_rate: while the bucket is empty the creation
-is refused (logged) and the client, retrying its Metadata, keeps seeing the topic
-unknown. The Metadata response itself is not throttled for it.
+A topic that is not there is UNKNOWN_TOPIC_OR_PARTITION, or INVALID_TOPIC_EXCEPTION when
+Topic.validate refuses its name (empty, `.`, `..`, other characters, over 249),
+auto-creation or not. Auto-creation as Kafka 4.x's AutoTopicCreationManager does it: the
+topic is answered UNKNOWN_TOPIC_OR_PARTITION and a CreateTopics goes to the controller
+on the client's behalf, which the controller meters strictly against the client's
+controller_mutation_rate: while the bucket is empty the creation is refused (logged)
+and the client, retrying its Metadata, keeps seeing the topic unknown. The Metadata
+response itself is not throttled for it.
 """
 
 from __future__ import annotations
@@ -117,6 +119,16 @@ def _add_topic_operations(ctx: RequestContext, entries: list[Any]) -> None:
             )
 
 
+def _unknown_error(name: str) -> int:
+    """KafkaApis.getTopicMetadata for a topic that is not there (and not auto-created):
+    INVALID_TOPIC_EXCEPTION for a name Topic.validate refuses, else UNKNOWN_TOPIC_OR_PARTITION."""
+    try:
+        validate_topic_name(name)
+    except ClusterError:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def _may_auto_create(ctx: RequestContext, request: Any) -> bool:
     allowed = ctx.api_version < 4 or request.allow_auto_topic_creation
     return bool(allowed and ctx.config.get_bool("auto.create.topics.enable"))
@@ -124,10 +136,9 @@ def _may_auto_create(ctx: RequestContext, request: Any) -> bool:
 
 def _request_creation(ctx: RequestContext, name: str) -> int:
     """Asks the controller to create `name`; the error code the topic is answered with."""
-    try:
-        validate_topic_name(name)
-    except ClusterError:
-        return ErrorCode.INVALID_TOPIC_EXCEPTION
+    error = _unknown_error(name)
+    if error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+        return error
     cluster = ctx.cluster
     if name not in cluster.auto_creating:
         cluster.auto_creating.add(name)
@@ -178,7 +189,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             entries.append(
                 topic_entry(ctx, topic, live)
                 if topic
-                else _error_entry(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, wanted.name)
+                else _error_entry(_unknown_error(wanted.name), wanted.name)
             )
     if ctx.api_version >= 8 and request.include_topic_authorized_operations:
         _add_topic_operations(ctx, entries)

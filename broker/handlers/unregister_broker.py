@@ -3,10 +3,10 @@ forwards it to the controller, which checks ALTER on the cluster (ControllerApis
 then removes the registration (ReplicationControlManager.unregisterBroker): a stopped
 (fenced) broker leaves Metadata, DescribeCluster and the quorum's observers until it
 starts again and re-registers; a running one is accepted too, loses its leaderships and
-stays out of the metadata until it restarts. An unknown id is BROKER_ID_NOT_REGISTERED.
-Like ControllerApis, the response carries the error code only (the authorization
-failure too: the mock leaves out Kafka's "Request ... is not authorized.", as for every
-refused cluster operation)."""
+stays out of the metadata until it restarts. An unknown id is BROKER_ID_NOT_REGISTERED,
+with Kafka's "Broker ID N is not currently registered"; success has the message "". A
+refused request carries the error code only (the mock leaves out Kafka's "Request ... is
+not authorized.", as for every refused cluster operation)."""
 
 from __future__ import annotations
 
@@ -38,5 +38,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         ctx.cluster.unregister_broker(request.broker_id)
     except ClusterError as exc:
-        return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=None)
-    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None)
+        return ctx.response(throttle_time_ms=0, error_code=exc.code, error_message=exc.message)
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="")  # Kafka's default

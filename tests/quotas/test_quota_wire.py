@@ -157,7 +157,7 @@ DESCRIBE_V0_RESPONSE = bytes.fromhex(
     "00000003"  # corr 3
     "00000000"  # ThrottleTimeMs
     "0000"  # ErrorCode 0
-    "ffff"  # ErrorMessage null
+    "0000"  # ErrorMessage "" (Kafka's on success, not null)
     "00000001"  # Entries: 1
     "00000001 0004 75736572 0005 616c696365"  # Entity [user=alice]
     "00000001"  # Values: 1
@@ -182,7 +182,7 @@ DESCRIBE_V1_RESPONSE = bytes.fromhex(
     "00000004 00"  # response header v1
     "00000000"  # ThrottleTimeMs
     "0000"  # ErrorCode 0
-    "00"  # ErrorMessage null
+    "01"  # ErrorMessage "" (Kafka's on success, not null)
     "02"  # Entries: 1
     "02 0a 636c69656e742d6964 00 00"  # Entity [client-id=null], EntityData tags
     "02"  # Values: 1
@@ -251,7 +251,7 @@ DESCRIBE_V1_EMPTY_RESPONSE = bytes.fromhex(
     "00000007 00"
     "00000000"
     "0000"  # ErrorCode 0
-    "00"  # ErrorMessage null
+    "01"  # ErrorMessage ""
     "01"  # Entries: empty array
     "00"
 )
@@ -385,7 +385,7 @@ def describe_v1_exact_user(correlation_id: int, user: str) -> bytes:
 def describe_v1_one_value(correlation_id: int, user: str, key: str, value_bits: bytes) -> bytes:
     body = (
         struct.pack(">iBih", correlation_id, 0, 0, 0)
-        + b"\x00"  # ErrorMessage null
+        + b"\x01"  # ErrorMessage "" (Kafka's on success)
         + b"\x02"  # Entries: 1
         + b"\x02"
         + _compact("user")

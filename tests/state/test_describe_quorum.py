@@ -65,3 +65,44 @@ def test_other_partitions_and_authorization() -> None:
                 "raw",
             )
     assert answer.topics[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def describe_quorum_v2(cluster: MockCluster, topics: list[tuple[str, list[int]]]) -> Any:
+    Request = request_class(55)
+    request = Request[2](
+        topics=[
+            Request.TopicData(
+                topic_name=name,
+                partitions=[Request.TopicData.PartitionData(partition_index=i) for i in indexes],
+            )
+            for name, indexes in topics
+        ]
+    )
+    host, port = cluster.bootstrap_servers.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        return round_trip(sock, request, 1, "raw")
+
+
+def test_anything_but_exactly_the_log_partition_is_unknown() -> None:
+    """KafkaRaftClient answers only a request for exactly __cluster_metadata-0: any other
+    (no topic, another topic beside it, the partition twice) has every partition it names
+    UNKNOWN_TOPIC_OR_PARTITION with the other fields 0, and no nodes."""
+    with MockCluster(brokers=1) as cluster:
+        nothing = describe_quorum_v2(cluster, [])
+        mixed = describe_quorum_v2(cluster, [("__cluster_metadata", [0]), ("x", [0])])
+        twice = describe_quorum_v2(cluster, [("__cluster_metadata", [0, 0])])
+        exact = describe_quorum_v2(cluster, [("__cluster_metadata", [0])])
+    assert (nothing.error_code, nothing.error_message, nothing.topics, nothing.nodes) == (0, "", [], [])
+    for answer in (mixed, twice):
+        assert (answer.error_code, answer.error_message, answer.nodes) == (0, "", [])
+        partitions = [p for t in answer.topics for p in t.partitions]
+        assert len(partitions) == 2
+        assert {
+            (p.error_code, p.error_message, p.leader_id, p.leader_epoch, p.high_watermark) for p in partitions
+        } == {
+            (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.", 0, 0, 0)
+        }
+    assert (exact.error_message, exact.topics[0].partitions[0].error_message) == ("", "")
+    assert [n.node_id for n in exact.nodes] == [0]
+    leader = exact.topics[0].partitions[0].current_voters[0]
+    assert leader.last_fetch_timestamp > 0  # RaftUtil: the leader's fetch time is now
