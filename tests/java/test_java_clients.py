@@ -133,6 +133,9 @@ def test_the_java_admin_client_over_topics_configs_records_groups_and_cluster(ja
     with MockCluster(brokers=3, config={"record.requests.max": 100_000}) as cluster:
         result = run_java(java_classpath, "admin", cluster.bootstrap_servers)
         assert_java_sent(cluster, "admin")
+        sent = {(r["api"], r["api_version"]) for r in cluster.requests.list()}
+    # Kafka 4.4's newest versions, which the Java client 4.4 sends
+    assert {("ApiVersions", 5), ("DeleteGroups", 3)} <= sent
     assert result == {
         "cluster_nodes": 3,
         "listed": True,
@@ -173,6 +176,7 @@ def test_java_read_process_write_commits_offsets_in_the_transaction(
             str(transaction_version),
         )
         sent = {r["api"] for r in cluster.requests.list()}
+        versions = {(r["api"], r["api_version"]) for r in cluster.requests.list()}
         if transaction_version == 1:
             assert_java_sent(cluster, "read-process-write-v1")
     assert result["read_committed"] == sorted(f"VALUE-{i}" for i in range(20))
@@ -181,6 +185,7 @@ def test_java_read_process_write_commits_offsets_in_the_transaction(
     assert "TxnOffsetCommit" in sent
     if transaction_version == 2:
         assert not {"AddPartitionsToTxn", "AddOffsetsToTxn"} & sent
+        assert ("TxnOffsetCommit", 6) in versions  # by topic id (Kafka 4.4)
 
 
 def test_the_java_client_pushes_its_metrics(java_classpath: str) -> None:
