@@ -10,7 +10,7 @@ scenarios of different families never see each other's state.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,9 @@ class Step:
     # throttle_time_ms compared as "0" or ">0" only (timing-dependent under quotas)
     throttle_positive_only: bool = False
     label: str = ""  # names the step in difference keys; the API name by default
+    # the SASL/PLAIN user the step's connection authenticates as ("": the plain listener,
+    # User:ANONYMOUS); only in layouts with a SASL listener (runner.SASL_USERS)
+    user: str = ""
 
     @property
     def api(self) -> str:
@@ -40,8 +43,8 @@ class Step:
     def name(self) -> str:
         return self.label or self.api
 
-    def build(self) -> Any:
-        return build(request_class(self.api_key)[self.version], self.fields)
+    def build(self, captured: Mapping[str, Any] | None = None) -> Any:
+        return build(request_class(self.api_key)[self.version], self.fields, captured or {})
 
     def describe(self) -> str:
         return f"{self.api} v{self.version} {json.dumps(jsonable(self.fields), sort_keys=True)}"
@@ -64,17 +67,33 @@ class Scenario:
         return self.family, self.brokers, tuple(sorted(self.config.items()))
 
 
-def build(cls: Any, values: Mapping[str, Any]) -> Any:
+@dataclass(frozen=True)
+class Later:
+    """A field value known only when the step is sent, made from what its side's
+    connections captured from earlier answers (`producer_id`, `producer_epoch` of the last
+    InitProducerId): each side's own producer id goes into its own request."""
+
+    make: Callable[[Mapping[str, Any]], Any]
+    text: str  # how the request prints
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def build(cls: Any, values: Mapping[str, Any], captured: Mapping[str, Any] | None = None) -> Any:
     """An instance of the (versioned) message or struct class `cls` from plain values:
-    nested structs and struct arrays from dicts and lists of dicts."""
+    nested structs and struct arrays from dicts and lists of dicts; `Later` values made
+    from `captured`."""
     fields = cls._struct.fields
     kwargs: dict[str, Any] = {}
     for name, value in values.items():
         spec = fields[name]
+        if isinstance(value, Later):
+            value = value.make(captured or {})
         if spec.is_struct_array() and value is not None:
-            kwargs[name] = [build(spec.data_class, item) for item in value]
+            kwargs[name] = [build(spec.data_class, item, captured) for item in value]
         elif spec.is_struct() and value is not None:
-            kwargs[name] = build(spec.data_class, value)
+            kwargs[name] = build(spec.data_class, value, captured)
         else:
             kwargs[name] = value
     version = getattr(cls, "_class_version", None)

@@ -11,11 +11,16 @@ What is replaced (always on both sides, so equal values stay equal):
 - generated identifiers: cluster ids, topic ids (non-zero), member ids, producer ids
   (non-negative), delegation token ids and HMACs, the ApiVersions features epoch;
 - wall-clock times: fields named `*timestamp*` or `*_time_ms` (never `throttle_time_ms`)
-  that are positive;
+  that are positive (a `*timestamp*` below `CLIENT_TIME_LIMIT` is a scenario's own record
+  timestamp, kept);
 - where each side listens and writes: `host`, `port`, `log_dir`, a log dir's
   `total_bytes` and `usable_bytes`, and the config values that name local addresses or
   directories (`listeners`, `log.dirs`, ...);
-- on request only (`throttle_positive_only`), `throttle_time_ms` as "0" or ">0".
+- on request only (`throttle_positive_only`), `throttle_time_ms` as "0" or ">0";
+- a `records` field (a fetch's record batches) is decoded into each batch's header fields
+  and records (`batches`), its timestamps kept when below `CLIENT_TIME_LIMIT` (what the
+  scenarios' producers set) and "<append time>" above (a broker's clock under
+  LogAppendTime), the CRC as whether it checks.
 
 Nothing else is normalised: error codes, error messages, config sources, synonyms,
 documentation, versions and node ids are compared as sent.
@@ -39,6 +44,7 @@ IDENTITY = (
     "transactional_id",
     "partition_index",
     "partition",
+    "index",  # Produce's partitions
     "broker_id",
     "node_id",
     "member_id",
@@ -67,6 +73,9 @@ LOCAL_CONFIGS = frozenset(
     }
 )
 
+# Timestamps a scenario puts in its records are below this (2020); a broker's clock is above.
+CLIENT_TIME_LIMIT = 1_577_836_800_000
+
 GENERATED_IDS = frozenset({"cluster_id", "member_id", "token_id", "hmac", "finalized_features_epoch"})
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
@@ -84,6 +93,8 @@ def tree(message: Any, version: int) -> Any:
             out[spec.name] = tree(value, version)
         elif spec.is_struct_array():
             out[spec.name] = None if value is None else keyed(spec, [tree(v, version) for v in value], version)
+        elif spec.name == "records" and isinstance(value, bytes | bytearray | memoryview):
+            out[spec.name] = bytes(value).hex()  # decoded by normalise (`batches`)
         else:
             out[spec.name] = scalar(spec.to_json(value) if value is not None else None)
     return out
@@ -130,6 +141,8 @@ def normalise(value: Any, field: str = "", throttle_positive_only: bool = False)
         return out
     if isinstance(value, list):
         return [normalise(v, field, throttle_positive_only) for v in value]
+    if field == "records" and isinstance(value, str):
+        return batches(bytes.fromhex(value))
     if field == "throttle_time_ms":
         return (">0" if value else "0") if throttle_positive_only else value
     if field in GENERATED_IDS and value not in (None, ""):
@@ -144,9 +157,75 @@ def normalise(value: Any, field: str = "", throttle_positive_only: bool = False)
         return "<disk>"
     if field in ("host", "port"):
         return f"<{field}>"
+    if "timestamp" in field and isinstance(value, int) and 0 < value < CLIENT_TIME_LIMIT:
+        return value  # a scenario's own record timestamp, not a clock's
     if ("timestamp" in field or field.endswith("_time_ms")) and isinstance(value, int) and value > 0:
         return "<time>"
     return value
+
+
+def batches(data: bytes) -> Any:
+    """Record batches (magic 2) as their header fields and records; a trailing partial
+    batch (a fetch's size limit) as its size."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    out: list[Any] = []
+    position = 0
+    while position < len(data):
+        if len(data) - position < 17:
+            out.append({"partial": len(data) - position})
+            break
+        length = int.from_bytes(data[position + 8 : position + 12], "big", signed=True)
+        if length < 0 or position + 12 + length > len(data):
+            out.append({"partial": len(data) - position})
+            break
+        chunk = data[position : position + 12 + length]
+        position += 12 + length
+        if chunk[16] != 2:
+            out.append({"magic": chunk[16], "size": len(chunk)})
+            continue
+        batch = DefaultRecordBatch(chunk)
+        header: dict[str, Any] = {
+            "base_offset": batch.base_offset,
+            "last_offset_delta": batch.last_offset_delta,
+            "partition_leader_epoch": batch.leader_epoch,
+            "attributes": batch.attributes,
+            "producer_id": "<producer_id>" if batch.producer_id >= 0 else batch.producer_id,
+            "producer_epoch": batch.producer_epoch,
+            "base_sequence": batch.base_sequence,
+            "record_count": batch.records_count,
+            "base_timestamp": _stamp(batch.first_timestamp),
+            "max_timestamp": _stamp(batch.max_timestamp),
+            "crc_valid": batch.validate_crc(),
+        }
+        try:
+            header["records"] = [_record(r, batch.is_control_batch) for r in batch]
+        except Exception as exc:  # noqa: BLE001 (undecodable records are a difference too)
+            header["records"] = f"<undecodable: {type(exc).__name__}>"
+        out.append(header)
+    return out
+
+
+def _stamp(value: int) -> Any:
+    return value if value < CLIENT_TIME_LIMIT else "<append time>"
+
+
+def _record(record: Any, control: bool) -> dict[str, Any]:
+    key, value = record.key, record.value
+    return {
+        "offset": record.offset,
+        "timestamp": _stamp(record.timestamp),
+        "key": _bytes(key, control),
+        "value": _bytes(value, control),
+        "headers": [[k, None if v is None else bytes(v).decode("latin-1")] for k, v in record.headers],
+    }
+
+
+def _bytes(value: Any, control: bool) -> str | None:
+    """A control record's key and value as hex, a data record's as text."""
+    if value is None:
+        return None
+    return bytes(value).hex() if control else bytes(value).decode("latin-1")
 
 
 def differences(reference: Any, mock: Any, path: str = "") -> Iterator[tuple[str, Any, Any]]:

@@ -129,6 +129,7 @@ class _Node:
         self.dir = root / f"node-{node_id}"
         self.port = free_port()
         self.controller_port = free_port()
+        self.sasl_port = free_port()  # used only with SASL users
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -153,9 +154,17 @@ class _Node:
 class ReferenceKafka:
     """N combined-mode Kafka nodes (ids 0..N-1); a context manager."""
 
-    def __init__(self, brokers: int = 1, config: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        brokers: int = 1,
+        config: Mapping[str, str] | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+    ) -> None:
         self.size = brokers
         self.config = {**SHARED_CONFIG, **(config or {})}
+        # user -> password: a SASL_PLAINTEXT listener (PLAIN, these JAAS users) next to the
+        # plain one, which stays the inter-broker listener (User:ANONYMOUS there)
+        self.sasl_users = dict(sasl_users or {})
         self.root = Path(tempfile.mkdtemp(prefix="kafka-reference-"))
         self.nodes = [_Node(i, self.root) for i in range(brokers)]
         self.cluster_id = random_cluster_id()
@@ -168,7 +177,26 @@ class ReferenceKafka:
     def address(self, node_id: int) -> tuple[str, int]:
         return "127.0.0.1", self.nodes[node_id].port
 
+    def sasl_address(self, node_id: int) -> tuple[str, int]:
+        return "127.0.0.1", self.nodes[node_id].sasl_port
+
     def properties(self, node: _Node) -> dict[str, str]:
+        plain = self.plain_properties(node)
+        if not self.sasl_users:
+            return plain
+        sasl = f"SASL_PLAINTEXT://127.0.0.1:{node.sasl_port}"
+        users = " ".join(f'user_{user}="{password}"' for user, password in self.sasl_users.items())
+        return {
+            **plain,
+            "listeners": f"{plain['listeners']},{sasl}",
+            "advertised.listeners": f"{plain['advertised.listeners']},{sasl}",
+            "listener.security.protocol.map": f"{plain['listener.security.protocol.map']},SASL_PLAINTEXT:SASL_PLAINTEXT",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            ),
+        }
+
+    def plain_properties(self, node: _Node) -> dict[str, str]:
         voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}" for n in self.nodes)
         return {
             "process.roles": "broker,controller",

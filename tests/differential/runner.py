@@ -19,6 +19,7 @@ import json
 import re
 import socket
 import sys
+import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -29,11 +30,11 @@ from pathlib import Path
 from typing import Any
 
 from broker import MockCluster
-from messages.registry import response_class
+from messages.registry import request_class, response_class
 from tests.differential.model import Scenario, Step, jsonable
 from tests.differential.normalise import differences, normalise, tree
 from tests.differential.reference import KAFKA_VERSION, SHARED_CONFIG, ReferenceKafka
-from tests.support.wire import encode_request, read_frame
+from tests.support.wire import encode_request, read_frame, round_trip
 
 EXPLAINED = Path(__file__).resolve().parent / "explained.toml"
 REPLY_TIMEOUT = 15.0
@@ -42,6 +43,10 @@ CLIENT_ID = "differential"
 # so that their coordinators are loaded on the reference before any scenario asks.
 WARM_UP_GROUP = "differential-unknown-group"
 WARM_UP_TXN = "differential-unknown-txn"
+# A layout whose config enables SASL (`sasl.enabled.mechanisms`) gets, on both sides, a
+# SASL_PLAINTEXT listener next to the plain one, with these PLAIN users (password:
+# "<user>-secret"); a step with `user` authenticates on it.
+SASL_USERS = ("admin", "alice", "bob")
 
 
 @dataclass(frozen=True)
@@ -151,46 +156,76 @@ class Report:
 class Connections:
     """One side's connections for one scenario, one per broker, opened when first used."""
 
-    def __init__(self, address: Callable[[int], tuple[str, int]]) -> None:
+    def __init__(
+        self,
+        address: Callable[[int], tuple[str, int]],
+        sasl_address: Callable[[int], tuple[str, int]] | None = None,
+    ) -> None:
         self.address = address
-        self.open: dict[int, socket.socket] = {}
+        self.sasl_address = sasl_address
+        self.open: dict[tuple[int, str], socket.socket] = {}
         self.correlation_id = 0
+        # from earlier answers, for `Later` fields: the last InitProducerId's id and epoch
+        self.captured: dict[str, Any] = {}
+
+    def connect(self, node: int, user: str) -> socket.socket:
+        if not user:
+            return socket.create_connection(self.address(node), timeout=10)
+        if self.sasl_address is None:
+            raise ConnectionError(f"no SASL listener in this layout for user {user}")
+        sock = socket.create_connection(self.sasl_address(node), timeout=10)
+        sock.settimeout(REPLY_TIMEOUT)
+        self.correlation_id += 1
+        shake = round_trip(sock, request_class(17)[1](mechanism="PLAIN"), self.correlation_id, CLIENT_ID)
+        self.correlation_id += 1
+        token = f"\0{user}\0{user}-secret".encode()
+        auth = round_trip(sock, request_class(36)[2](auth_bytes=token), self.correlation_id, CLIENT_ID)
+        if shake.error_code or auth.error_code:
+            sock.close()
+            raise ConnectionError(f"SASL/PLAIN as {user} failed: {shake.error_code}/{auth.error_code}")
+        return sock
 
     def send(self, step: Step) -> Any:
         """The decoded answer, or a marker: {"<closed>": ...} when the connection closed."""
-        request = step.build()
-        self.correlation_id += 1
+        request = step.build(self.captured)
+        where = (step.node, step.user)
         try:
-            sock = self.open.get(step.node)
+            sock = self.open.get(where)
             if sock is None:
-                sock = self.open[step.node] = socket.create_connection(self.address(step.node), timeout=10)
+                sock = self.open[where] = self.connect(step.node, step.user)
                 sock.settimeout(REPLY_TIMEOUT)
+            self.correlation_id += 1
             sock.sendall(encode_request(request, self.correlation_id, CLIENT_ID))
+            if step.api_key == 0 and step.fields.get("acks") == 0:
+                return {"<no answer>": "acks=0 has none"}
             frame = read_frame(sock)
         except TimeoutError:
-            self.drop(step.node)
+            self.drop(where)
             return {"<no answer>": f"none within {REPLY_TIMEOUT:.0f} s"}
         except (ConnectionError, OSError):
-            self.drop(step.node)
+            self.drop(where)
             return {"<closed>": "the broker closed the connection"}
         try:
-            return response_class(step.api_key).decode(frame, version=step.version, header=True)
+            answer = response_class(step.api_key).decode(frame, version=step.version, header=True)
         except Exception as exc:  # noqa: BLE001 (an undecodable answer is a difference)
             return {"<undecodable>": f"{type(exc).__name__}: {frame[:64].hex()}"}
+        if step.api_key == 22 and not answer.error_code:
+            self.captured.update(producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+        return answer
 
     def answer_tree(self, step: Step) -> Any:
         answer = self.send(step)
         plain = answer if isinstance(answer, dict) else tree(answer, step.version)
         return normalise(plain, throttle_positive_only=step.throttle_positive_only)
 
-    def drop(self, node: int) -> None:
-        sock = self.open.pop(node, None)
+    def drop(self, where: tuple[int, str]) -> None:
+        sock = self.open.pop(where, None)
         if sock is not None:
             sock.close()
 
     def close(self) -> None:
-        for node in list(self.open):
-            self.drop(node)
+        for where in list(self.open):
+            self.drop(where)
 
 
 @dataclass
@@ -204,16 +239,38 @@ class Pair:
         endpoint = self.mock.broker(node).advertised_endpoint(self.mock.brokers[0].listeners[0].listener)
         return endpoint.host, endpoint.port
 
+    def mock_sasl_address(self, node: int) -> tuple[str, int]:
+        endpoint = self.mock.broker(node).advertised_endpoint("SASL_PLAINTEXT")
+        return endpoint.host, endpoint.port
+
     def sides(self) -> tuple[Connections, Connections]:
-        return Connections(self.reference.address), Connections(self.mock_address)
+        if not self.reference.sasl_users:
+            return Connections(self.reference.address), Connections(self.mock_address)
+        return (
+            Connections(self.reference.address, self.reference.sasl_address),
+            Connections(self.mock_address, self.mock_sasl_address),
+        )
 
 
 @contextmanager
 def layout(brokers: int, config: dict[str, str]) -> Iterator[Pair]:
-    with ReferenceKafka(brokers, config) as reference, MockCluster(brokers, {**SHARED_CONFIG, **config}) as mock:
-        pair = Pair(reference, mock)
-        warm_up(pair)
-        yield pair
+    users = {user: f"{user}-secret" for user in SASL_USERS} if "sasl.enabled.mechanisms" in config else {}
+    mock_config = {**SHARED_CONFIG, **config}
+    with tempfile.TemporaryDirectory(prefix="differential-users-") as scratch:
+        if users:
+            users_file = Path(scratch) / "users.json"
+            users_file.write_text(json.dumps(users))
+            mock_config |= {
+                "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+                "sasl.users.file": str(users_file),
+            }
+        with (
+            ReferenceKafka(brokers, config, sasl_users=users) as reference,
+            MockCluster(brokers, mock_config) as mock,
+        ):
+            pair = Pair(reference, mock)
+            warm_up(pair)
+            yield pair
 
 
 def warm_up(pair: Pair) -> None:
