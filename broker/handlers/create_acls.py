@@ -51,11 +51,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 async def _created(ctx: RequestContext, bindings: list[AclBinding]) -> Any:
-    """Valid bindings are stored in one transaction; each invalid one is refused."""
+    """Valid bindings are stored in one transaction; each invalid one is refused. A created
+    one's message is empty, not null (Kafka's AclCreationResult as constructed)."""
     refusals = await ctx.broker.authorizer.admin.create_async(bindings)
     results = [
         Result(
-            error_code=ErrorCode.NONE if refusal is None else ErrorCode.INVALID_REQUEST, error_message=refusal
+            error_code=ErrorCode.NONE if refusal is None else ErrorCode.INVALID_REQUEST,
+            error_message="" if refusal is None else refusal,
         )
         for refusal in refusals
     ]

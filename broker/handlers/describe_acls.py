@@ -55,6 +55,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         )
         for (resource_type, name, pattern_type), bindings in grouped.items()
     ]
-    return ctx.response(
-        throttle_time_ms=0, error_code=ErrorCode.NONE, error_message=None, resources=resources
-    )
+    # the message is empty, not null, as Kafka's DescribeAclsResponseData leaves it
+    return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, error_message="", resources=resources)

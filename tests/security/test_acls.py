@@ -31,7 +31,7 @@ from kafka.admin import (
 )
 from kafka.admin import ResourceType as KpResourceType
 from kafka.errors import ClusterAuthorizationFailedError
-from kafka.protocol.admin.acl import CreateAclsRequest
+from kafka.protocol.admin.acl import CreateAclsRequest, DescribeAclsRequest
 
 from broker import MockCluster
 from protocol.errors import ErrorCode
@@ -231,5 +231,22 @@ def test_raw_creations_kafka_refuses_before_validating(secured: MockCluster) -> 
     assert [(r.error_code, r.error_message) for r in checked.results] == [
         (ErrorCode.INVALID_REQUEST, "Invalid empty resource name"),
         (ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN"),
-        (ErrorCode.NONE, None),
+        (ErrorCode.NONE, ""),  # empty, not null, as Kafka's AclCreationResult
     ]
+    # a served DescribeAcls' message is empty too (DescribeAclsResponseData's default)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        described = round_trip(
+            sock,
+            DescribeAclsRequest[2](
+                resource_type_filter=topic,
+                resource_name_filter="t",
+                pattern_type_filter=literal,
+                principal_filter=None,
+                host_filter=None,
+                operation=1,
+                permission_type=1,
+            ),
+            2,
+            "raw",
+        )
+    assert (described.error_code, described.error_message, len(described.resources)) == (0, "", 1)
