@@ -197,10 +197,10 @@ class _ClientMetricsChange:
 _Change = _BrokerChange | _TopicChange | _GroupChange | _ClientMetricsChange
 
 
-def scala_set(names: Iterable[str]) -> str:
-    """How Kafka's messages print a Scala Set: Set(a, b) up to four, HashSet(...) beyond."""
-    items = list(dict.fromkeys(names))
-    return f"{'Set' if len(items) <= 4 else 'HashSet'}({', '.join(items)})"
+def java_set(names: Iterable[str]) -> str:
+    """How Kafka 4.4's messages print a Java Set: [a, b] (in the order given: Java's hash
+    order is not reproduced)."""
+    return f"[{', '.join(dict.fromkeys(names))}]"
 
 
 def java_split(value: str) -> list[str]:
@@ -228,7 +228,7 @@ def check_broker_layer(layer: Mapping[str, str], per_broker: bool) -> None:
     read_only = [key for key in layer if is_read_only(key)]
     if read_only:
         raise ConfigError(
-            ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {scala_set(read_only)}"
+            ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: {java_set(read_only)}"
         )
     for key, value in layer.items():
         reason = invalid_value(key, value)
@@ -240,7 +240,7 @@ def check_broker_layer(layer: Mapping[str, str], per_broker: bool) -> None:
             raise ConfigError(
                 ErrorCode.INVALID_REQUEST,
                 "Cannot update these configs at default cluster level, broker id must be specified: "
-                + scala_set(wrong),
+                + java_set(wrong),
             )
 
 

@@ -40,7 +40,7 @@ GROUP_CONFIGS: dict[str, GroupConfig] = {
         GroupConfig(
             "consumer.heartbeat.interval.ms",
             "group.consumer.heartbeat.interval.ms",
-            "The heartbeat interval given to the members.",
+            "The heartbeat interval given to the members of a consumer group.",
         ),
     )
 }
@@ -88,10 +88,8 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
         ),
     )
     for value, name, low, high in bounds:
-        if value < broker.get_int(low):
-            return f"{name} must be greater than or equal to {low}"
-        if value > broker.get_int(high):
-            return f"{name} must be less than or equal to {high}"
+        if not broker.get_int(low) <= value <= broker.get_int(high):
+            return f"{name} must be in the range {broker.get_int(low)} to {broker.get_int(high)} inclusive."
     if session <= heartbeat:
         return "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
     return None

@@ -103,7 +103,7 @@ def _member(ctx: RequestContext, group: ConsumerGroup, member_id: str) -> Any:
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=list(member.subscribed_topic_names),
-        subscribed_topic_regex=member.subscribed_topic_regex,
+        subscribed_topic_regex=member.subscribed_topic_regex or "",  # Kafka: "" for none
         assignment=Assignment(
             topic_partitions=[
                 TopicPartitions(topic_id=t, topic_name=name, partitions=ps)

@@ -33,6 +33,7 @@ from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
 from broker.security.authorization import by_handler
 from broker.security.authorizer import DESCRIBE_CONFIGS
+from broker.state.cluster import ClusterError, validate_topic_name
 from broker.telemetry.subscriptions import CLIENT_METRICS, SOURCE_CLIENT_METRICS
 from broker.telemetry.subscriptions import CONFIGS as CLIENT_METRICS_CONFIGS
 from protocol.api_keys import ApiKey
@@ -49,6 +50,16 @@ Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
 Synonym = Entry.DescribeConfigsSynonym
 Candidates = list[tuple[str, str, int]]
+# Errors.INVALID_REQUEST's own message, which Kafka answers for a resource type it does not know
+INVALID_REQUEST_MESSAGE = (
+    "This most likely occurs because of a request being malformed by the client library or "
+    "the message was sent to an incompatible broker. See the broker logs for more details."
+)
+CLIENT_METRICS_DOCUMENTATION = {
+    "interval.ms": "Metrics push interval in milliseconds",
+    "match": "Client match criteria",
+    "metrics": "Telemetry metric name prefix list",
+}
 
 
 def _entry(
@@ -134,8 +145,9 @@ def _group_configs(ctx: RequestContext, request: Any, group_id: str) -> list[Any
         candidates: Candidates = []
         if config.name in overrides:
             candidates.append((config.name, overrides[config.name], SOURCE_GROUP))
+        # the default's synonym is named after the broker config it comes from
         candidates.append(
-            (config.name, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT)
+            (config.broker_default, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT)
         )
         entries.append(_entry(request, config.name, candidates, "int", config.documentation))
     return entries
@@ -148,12 +160,13 @@ def _client_metrics_configs(ctx: RequestContext, request: Any, name: str) -> lis
     own = ctx.cluster.client_metrics.configs.get(name, {})
     entries = []
     for config, (type_, default) in CLIENT_METRICS_CONFIGS.items():
+        doc = CLIENT_METRICS_DOCUMENTATION.get(config)
         if config in own:
             entries.append(
-                _entry(request, config, [(config, own[config], SOURCE_CLIENT_METRICS)], type_, None)
+                _entry(request, config, [(config, own[config], SOURCE_CLIENT_METRICS)], type_, doc)
             )
         else:
-            entry = _entry(request, config, [(config, default, SOURCE_DEFAULT)], type_, None)
+            entry = _entry(request, config, [(config, default, SOURCE_DEFAULT)], type_, doc)
             entry.synonyms = []
             entries.append(entry)
     return entries
@@ -162,6 +175,10 @@ def _client_metrics_configs(ctx: RequestContext, request: Any, name: str) -> lis
 def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, str | None, list[Any]]:
     name = resource.resource_name
     if resource.resource_type == TOPIC:
+        try:
+            validate_topic_name(name)
+        except ClusterError as error:
+            return error.code, error.message, []
         topic = ctx.cluster.topics.get(name)
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, []
@@ -180,12 +197,14 @@ def _describe(ctx: RequestContext, request: Any, resource: Any) -> tuple[int, st
             )
         return ErrorCode.NONE, None, _broker_configs(ctx.broker.config, request)
     if resource.resource_type == GROUP:
+        if not name:
+            return ErrorCode.INVALID_REQUEST, "Group name must not be empty", []
         return ErrorCode.NONE, None, _group_configs(ctx, request, name)
     if resource.resource_type == CLIENT_METRICS:
         if not name:
             return ErrorCode.INVALID_REQUEST, "Client metrics subscription name must not be empty", []
         return ErrorCode.NONE, None, _client_metrics_configs(ctx, request, name)
-    return ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}", []
+    return ErrorCode.INVALID_REQUEST, INVALID_REQUEST_MESSAGE, []
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -217,5 +236,6 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error, message, configs = _describe(ctx, request, resource)
         if resource.configuration_keys:  # null or empty: every config
             configs = [c for c in configs if c.name in resource.configuration_keys]
-        results.append(Result(error_code=error, error_message=message, configs=configs, **fields))
+        # Kafka's result carries an empty message where it has none (success included)
+        results.append(Result(error_code=error, error_message=message or "", configs=configs, **fields))
     return ctx.response(throttle_time_ms=0, results=results + refused)

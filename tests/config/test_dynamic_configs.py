@@ -38,8 +38,8 @@ from broker.config.dynamic import (
     DynamicConfigStore,
     SqliteConfigStorage,
     apply_ops,
+    java_set,
     java_split,
-    scala_set,
 )
 from tests.conftest import FAST
 
@@ -154,9 +154,9 @@ def test_read_only_and_types_of_listener_overrides() -> None:
     assert config_type("quota.groups") is None
 
 
-def test_scala_sets_and_java_split() -> None:
-    assert scala_set(["node.id"]) == "Set(node.id)"
-    assert scala_set("abcde") == "HashSet(a, b, c, d, e)"
+def test_java_sets_and_java_split() -> None:
+    assert java_set(["node.id"]) == "[node.id]"
+    assert java_set("abcde") == "[a, b, c, d, e]"
     assert java_split("") == [""]
     assert java_split("a,,b,,") == ["a", "", "b"]
     assert java_split(",") == []
@@ -262,13 +262,13 @@ def test_listener_overrides_list_their_base_config_as_synonym() -> None:
 @pytest.mark.parametrize(
     ("name", "ops", "error"),
     [
-        ("0", [("node.id", "5")], (INVALID_REQUEST, "Cannot update these configs dynamically: Set(node.id)")),
+        ("0", [("node.id", "5")], (INVALID_REQUEST, "Cannot update these configs dynamically: [node.id]")),
         (
             "",
             [("num.partitions", "2"), ("ssl.cafile", "x"), ("super.users", "User:x"), ("listeners", "")],
             (
                 INVALID_REQUEST,
-                "Cannot update these configs dynamically: Set(ssl.cafile, super.users, listeners)",
+                "Cannot update these configs dynamically: [ssl.cafile, super.users, listeners]",
             ),
         ),
         (
@@ -290,7 +290,7 @@ def test_listener_overrides_list_their_base_config_as_synonym() -> None:
             (
                 INVALID_REQUEST,
                 "Cannot update these configs at default cluster level, broker id must be specified: "
-                "Set(sasl.enabled.mechanisms)",
+                "[sasl.enabled.mechanisms]",
             ),
         ),
         (
@@ -299,7 +299,7 @@ def test_listener_overrides_list_their_base_config_as_synonym() -> None:
             (
                 INVALID_REQUEST,
                 "Cannot update these configs at default cluster level, broker id must be specified: "
-                "Set(listener.name.x.sasl.enabled.mechanisms)",
+                "[listener.name.x.sasl.enabled.mechanisms]",
             ),
         ),
         ("0", [("quota.groups", "a:alice")], None),  # unknown keys are accepted, as Kafka does
@@ -404,7 +404,7 @@ def test_preprocess_refuses_malformed_resources_first() -> None:
         (INVALID_REQUEST, "Null value not supported for : retention.ms, b"),
         (INVALID_REQUEST, "Unknown resource type 8"),
         (INVALID_REQUEST, "Unknown operations type 7"),
-        (INVALID_REQUEST, "Cannot update these configs dynamically: Set(node.id)"),
+        (INVALID_REQUEST, "Cannot update these configs dynamically: [node.id]"),
         None,
     ]
 

@@ -282,6 +282,7 @@ def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire
         member.member_epoch,
         member.member_type,
     ) == ("a", "i", "r1", 1, 1)
+    assert member.subscribed_topic_regex == ""  # as Kafka answers a member without a regex
     assert [(t.topic_name, t.partitions) for t in member.assignment.topic_partitions] == [("t", [0, 1])]
     assert group.authorized_operations == {
         3,
