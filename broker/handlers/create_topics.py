@@ -2,6 +2,10 @@
 ReplicationControlManager.createTopics), including validate_only; manual replica
 assignments are placed exactly as asked, leader first.
 
+A topic the caller may create but not DESCRIBE_CONFIGS is answered with its id alone:
+partition count and replication factor -1, no configs, topic_config_error_code
+TOPIC_AUTHORIZATION_FAILED.
+
 Each valid topic's partitions are charged to the controller mutation quota; from v6 a
 topic that finds it exhausted gets THROTTLING_QUOTA_EXCEEDED (89).
 
@@ -26,6 +30,7 @@ from broker.context import RequestContext
 from broker.error_responses import mirrors, topics
 from broker.handlers.spec import ALWAYS
 from broker.security import authorization
+from broker.security.acls import Operation, ResourceType
 from broker.state.cluster import Charge, ClusterError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -66,6 +71,13 @@ def _config_results(view: BrokerConfigView, configs: dict[str, str]) -> list[Any
             ConfigResult(name=c.name, value=value, read_only=False, config_source=source, is_sensitive=False)
         )
     return results
+
+
+def _may_describe_configs(ctx: RequestContext, name: str) -> bool:
+    """ControllerApis' describable topics: DESCRIBE_CONFIGS on the topic."""
+    return ctx.broker.authorizer.authorize(
+        ctx.connection.principal, ctx.connection.peer[0], Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name
+    )
 
 
 def _total_partitions(ctx: RequestContext, request: Any) -> int:
@@ -139,6 +151,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     else ctx.config.get_int("default.replication.factor"),
                 )
             fields["configs"] = _config_results(ctx.broker.config, configs)
+            if not _may_describe_configs(ctx, wanted.name):
+                # ReplicationControlManager: a topic the caller may not DESCRIBE_CONFIGS
+                # gets its id only, the rest withheld behind topic_config_error_code
+                fields.update(
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    configs=[],
+                    topic_config_error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                )
         if fields["error_code"]:  # a refused topic's configs: the schema's default, []
             fields.update(num_partitions=-1, replication_factor=-1, configs=[])
         results.append(Result(**fields))

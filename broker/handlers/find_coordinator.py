@@ -27,6 +27,11 @@ ERROR_RESPONSE = by_version((0, None), (4, Level(("coordinator_keys",), "coordin
 Coordinator = FindCoordinatorResponse.Coordinator
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+# CoordinatorType's ids (2: share groups, not served: INVALID_REQUEST per key). KafkaApis
+# sets no message on a v4+ coordinator it looks up, whatever its error (the schema's
+# default, ""); a key type outside these fails the whole request (InvalidRequestException),
+# and FindCoordinatorResponse.prepareErrorResponse puts Errors.message() on every key.
+COORDINATOR_TYPES = frozenset({GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE, 2})
 # Errors.message() of the codes this handler returns, as Kafka puts them in v1-v3's
 # error_message.
 MESSAGES: dict[int, str] = {
@@ -68,9 +73,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     host=host,
                     port=port,
                     error_code=error,
-                    # KafkaApis sets no message on v4+ coordinators, whatever the error:
-                    # the schema's default, "".
-                    error_message="",
+                    error_message=MESSAGES[error] if key_type not in COORDINATOR_TYPES else "",
                 )
             )
         return ctx.response(throttle_time_ms=0, coordinators=coordinators)

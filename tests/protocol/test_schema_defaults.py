@@ -19,6 +19,10 @@ from protocol.errors import ErrorCode
 from tests.support.wire import round_trip
 
 FIND_COORDINATOR, ALTER_PARTITION_REASSIGNMENTS, DESCRIBE_TRANSACTIONS = 10, 45, 65
+MALFORMED = (
+    "This most likely occurs because of a request being malformed by the client library or the message was "
+    "sent to an incompatible broker. See the broker logs for more details."
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,16 +39,21 @@ def call(cluster: MockCluster, api_key: int, version: int, **fields: Any) -> Any
 
 
 @pytest.mark.parametrize("version", [4, 5, 6])
-def test_find_coordinator_v4_plus_messages_are_empty(cluster: MockCluster, version: int) -> None:
-    """KafkaApis sets no message on a v4+ coordinator, found or refused."""
+def test_find_coordinator_v4_plus_messages(cluster: MockCluster, version: int) -> None:
+    """KafkaApis sets no message on a v4+ coordinator it looks up, found or refused; an
+    unknown key type fails the whole request, Errors.message() on every key."""
     found = call(cluster, FIND_COORDINATOR, version, key_type=0, coordinator_keys=["g", ""])
-    refused = call(cluster, FIND_COORDINATOR, version, key_type=7, coordinator_keys=["g"])
+    share = call(
+        cluster, FIND_COORDINATOR, version, key_type=2, coordinator_keys=["g"]
+    )  # share groups: not served
+    unknown = call(cluster, FIND_COORDINATOR, version, key_type=7, coordinator_keys=["g", "h"])
     assert [(c.key, c.error_code, c.error_message) for c in found.coordinators] == [
         ("g", ErrorCode.NONE, ""),
         ("", ErrorCode.NONE, ""),
     ]
-    assert [(c.error_code, c.error_message) for c in refused.coordinators] == [
-        (ErrorCode.INVALID_REQUEST, "")
+    assert [(c.error_code, c.error_message) for c in share.coordinators] == [(ErrorCode.INVALID_REQUEST, "")]
+    assert [(c.key, c.error_code, c.error_message) for c in unknown.coordinators] == [
+        (key, ErrorCode.INVALID_REQUEST, MALFORMED) for key in ("g", "h")
     ]
 
 

@@ -321,3 +321,29 @@ def test_delete_topics_messages(cluster: MockCluster, admin: KafkaAdminClient) -
         ("gone", UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
         ("kept", 0, None),
     ]
+
+
+def test_create_topics_without_describe_configs_answers_the_id_alone() -> None:
+    """ReplicationControlManager withholds the partition count, replication factor and
+    configs of a topic the caller may create but not DESCRIBE_CONFIGS."""
+    secured = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"}
+    with MockCluster(brokers=1, config=secured) as cluster:
+        cluster.acls.add("User:ANONYMOUS", "CREATE", "TOPIC", "*")
+        cluster.acls.add("User:ANONYMOUS", "DESCRIBE_CONFIGS", "TOPIC", "open")
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers, request_timeout_ms=10000)
+        try:
+            answer = admin.create_topics(
+                {"open": {"num_partitions": 2}, "closed": {"num_partitions": 2}}, validate_only=True
+            )
+        finally:
+            admin.close()
+    by_name = {t["name"]: t for t in answer["topics"]}
+    opened, closed = by_name["open"], by_name["closed"]
+    assert (opened["num_partitions"], opened["topic_config_error_code"], len(opened["configs"]) > 30) == (
+        2,
+        0,
+        True,
+    )
+    assert (closed["error_code"], closed["num_partitions"], closed["replication_factor"]) == (0, -1, -1)
+    assert closed["topic_config_error_code"] == 29  # TOPIC_AUTHORIZATION_FAILED
+    assert not closed.get("configs") and uuid.UUID(closed["topic_id"]) != uuid.UUID(int=0)
