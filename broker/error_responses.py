@@ -182,6 +182,7 @@ _UNKNOWN_AS_MINUS_ONE = (
     "last_stable_offset",
     "offset",
     "committed_offset",
+    "low_watermark",
     "node_id",
     "port",
 )

@@ -23,6 +23,7 @@ ERROR_RESPONSE = TOP_LEVEL
 PREFERRED, UNCLEAN = 0, 1
 ElectionResult = response_class(API_KEY).ReplicaElectionResult
 PartitionResult = ElectionResult.PartitionResult
+ELECTION_NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -45,6 +46,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             error, message = cluster.elect_leader(topic, index, preferred=election_type == PREFERRED)
             if every and error == ErrorCode.ELECTION_NOT_NEEDED:
                 continue
+            if error == ErrorCode.ELECTION_NOT_NEEDED and message is None:
+                message = ELECTION_NOT_NEEDED_MESSAGE  # the error's own, as Kafka's ApiError
             rows.append(PartitionResult(partition_id=index, error_code=error, error_message=message))
         results.append(ElectionResult(topic=topic, partition_result=rows))
     return ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, replica_election_results=results)

@@ -108,6 +108,8 @@ class AclBinding:
                 f"Could not parse principal from `{self.principal}` "
                 "(no colon is present separating the principal type from the principal name)"
             )
+        if not self.host:
+            raise InvalidAcl("Host pattern cannot be null or empty")
 
 
 @dataclass(frozen=True, slots=True)

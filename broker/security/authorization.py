@@ -371,11 +371,15 @@ def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Hand
 
 
 def _init_producer_id(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """WRITE on the transactional id, or (idempotent) IDEMPOTENT_WRITE on the cluster or
+    WRITE on some topic; refused with producer id and epoch -1, as Kafka answers."""
     if request.transactional_id is not None:
         if not access.allows(Operation.WRITE, TXN, request.transactional_id):
-            return error_response(ctx, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+            code = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
     elif not (access.allows_cluster(Operation.IDEMPOTENT_WRITE) or access.allows_any_topic(Operation.WRITE)):
-        return error_response(ctx, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return ctx.response(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
     return call(ctx, request)
 
 

@@ -227,11 +227,13 @@ def test_raw_creations_kafka_refuses_before_validating(secured: MockCluster) -> 
         (topic, "", prefixed, "User:a", "*", read, allow),
         (topic, "t", literal, "User:a", "*", 99, allow),
         (topic, "t", literal, "User:a", "*", read, allow),
+        (topic, "t", literal, "User:a", "", read, allow),
     )
     assert [(r.error_code, r.error_message) for r in checked.results] == [
         (ErrorCode.INVALID_REQUEST, "Invalid empty resource name"),
         (ErrorCode.INVALID_REQUEST, "Invalid operation UNKNOWN"),
         (ErrorCode.NONE, ""),  # empty, not null, as Kafka's AclCreationResult
+        (ErrorCode.INVALID_REQUEST, "Host pattern cannot be null or empty"),
     ]
     # a served DescribeAcls' message is empty too (DescribeAclsResponseData's default)
     with socket.create_connection((host, int(port)), timeout=10) as sock:

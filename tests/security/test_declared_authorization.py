@@ -104,3 +104,36 @@ def test_an_unchecked_api_is_answered_without_acls(secured: MockCluster) -> None
         response = round_trip(sock, new(request_class(ApiKey.API_VERSIONS), 3), 1, "no-acls", 3)
     body = response[1] if isinstance(response, tuple) else response
     assert body.error_code == ErrorCode.NONE and len(body.api_keys) == len(HANDLERS) - 2  # no telemetry
+
+
+@pytest.mark.parametrize("transactional_id", ["payments-txn", None])
+def test_a_refused_init_producer_id_names_no_producer(
+    secured: MockCluster, transactional_id: str | None
+) -> None:
+    """Kafka's refusal (TRANSACTIONAL_ID_ or CLUSTER_AUTHORIZATION_FAILED) carries producer
+    id and epoch -1, not an epoch 0 a client could take for a granted one."""
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    request = request_class(ApiKey.INIT_PRODUCER_ID)[4](
+        transactional_id=transactional_id, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        response = round_trip(sock, request, 1, "no-acls")
+    body = response[1] if isinstance(response, tuple) else response
+    expected = TXN if transactional_id is not None else CLUSTER
+    assert (body.error_code, body.producer_id, body.producer_epoch) == (expected, -1, -1)
+
+
+def test_a_refused_delete_records_names_no_low_watermark(secured: MockCluster) -> None:
+    """A partition refused TOPIC_AUTHORIZATION_FAILED answers low watermark -1, as Kafka's."""
+    secured.create_topic("ledger")
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    Topic = request_class(ApiKey.DELETE_RECORDS)[2].DeleteRecordsTopic
+    request = request_class(ApiKey.DELETE_RECORDS)[2](
+        topics=[Topic(name="ledger", partitions=[Topic.DeleteRecordsPartition(partition_index=0, offset=0)])],
+        timeout_ms=5000,
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        response = round_trip(sock, request, 1, "no-acls")
+    body = response[1] if isinstance(response, tuple) else response
+    [partition] = body.topics[0].partitions
+    assert (partition.error_code, partition.low_watermark) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)

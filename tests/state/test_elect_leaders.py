@@ -72,3 +72,12 @@ def test_elections_need_alter_on_the_cluster() -> None:
         assert elect(running, ElectionType.PREFERRED, [TopicPartition("t", 0)]) == {
             ("t", 0): ErrorCode.ELECTION_NOT_NEEDED
         }
+
+
+def test_election_not_needed_carries_kafkas_message(cluster: MockCluster) -> None:
+    """As Kafka answers it: the error's own message, which admin clients show."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    results = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("t", 0)]).result(10)
+    error = results[TopicPartition("t", 0)]
+    assert error is not None and error.code() == ErrorCode.ELECTION_NOT_NEEDED
+    assert error.str() == "Leader election not needed for topic partition."
