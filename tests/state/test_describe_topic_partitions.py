@@ -81,3 +81,21 @@ def test_unknown_and_invalid_topics_carry_the_callers_operations() -> None:
     assert [(t["error_code"], t["topic_authorized_operations"]) for t in described_only] == [
         (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, 1 << 8)  # DESCRIBE alone
     ]
+
+
+def test_an_empty_name_fails_the_whole_request() -> None:
+    """Kafka 4.4 answers a request naming the empty topic with UNKNOWN_SERVER_ERROR for
+    every topic it names (its error response), operations unset."""
+    with MockCluster(brokers=1) as cluster:
+        cluster.create_topic("a", 1)
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            topics = admin.describe_topic_partitions(["a", ""])["topics"]
+        finally:
+            admin.close()
+    assert sorted(
+        (t["name"], t["error_code"], t["partitions"], t["topic_authorized_operations"]) for t in topics
+    ) == [
+        ("", ErrorCode.UNKNOWN_SERVER_ERROR, [], -(2**31)),
+        ("a", ErrorCode.UNKNOWN_SERVER_ERROR, [], -(2**31)),
+    ]
