@@ -56,10 +56,15 @@ def test_what_is_compared_as_sent() -> None:
         "throttle_time_ms": 5,
     }
     assert normalise({"throttle_time_ms": 5}, throttle_positive_only=True) == {"throttle_time_ms": ">0"}
-    assert normalise({"producer_id": 4000, "timestamp": 17, "member_id": "m-1"}) == {
+    assert normalise({"producer_id": 4000, "timestamp": 1_800_000_000_000, "member_id": "m-1"}) == {
         "producer_id": "<producer_id>",
         "timestamp": "<time>",
         "member_id": "<member_id>",
+    }
+    # a timestamp before 2020 is a scenario's own record timestamp, compared as sent
+    assert normalise({"timestamp": 1_500_000_000_000, "max_timestamp": 17}) == {
+        "timestamp": 1_500_000_000_000,
+        "max_timestamp": 17,
     }
     assert normalise({"producer_id": -1, "timestamp": -1}) == {"producer_id": -1, "timestamp": -1}
 
