@@ -27,7 +27,7 @@ CONFIG = {
     "super.users": "User:admin;User:ANONYMOUS",
     "sasl.enabled.mechanisms": "PLAIN",
 }
-SETTLE = 5.0
+SETTLE = 10.0  # Kafka brokers apply new ACLs a moment after CreateAcls answers
 ADMIN, USER = "admin", "alice"
 
 # resource types, pattern types, operations, permissions (Kafka's codes)

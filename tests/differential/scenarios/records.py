@@ -32,8 +32,8 @@ from tests.differential.model import Later, Scenario, Step
 FAMILY = "records"
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, CREATE = 0, 1, 2, 3, 19
 DELETE_RECORDS, INIT_PID, ADD_PARTITIONS, END_TXN, DELETE_TOPICS = 21, 22, 24, 26, 20
-SETTLE = 3.0
-MARKERS_SETTLE = 5.0  # Kafka writes transaction markers after EndTxn answers
+SETTLE = 5.0
+MARKERS_SETTLE = 10.0  # Kafka writes transaction markers after EndTxn answers
 T0 = 1_500_000_000_000  # the records' CreateTime (2017: below normalise.CLIENT_TIME_LIMIT)
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 # The records' timestamps are years old: without these, Kafka's retention check (which
