@@ -31,6 +31,9 @@ class Step:
     # throttle_time_ms compared as "0" or ">0" only (timing-dependent under quotas)
     throttle_positive_only: bool = False
     label: str = ""  # names the step in difference keys; the API name by default
+    # name -> dotted path of a value in this step's answer (a generated member id), which
+    # its side captures for later steps' `Later` fields
+    keep: Mapping[str, str] = field(default_factory=dict)
     # the SASL/PLAIN user the step's connection authenticates as ("": the plain listener,
     # User:ANONYMOUS); only in layouts with a SASL listener (runner.SASL_USERS)
     user: str = ""
@@ -78,6 +81,17 @@ class Later:
 
     def __str__(self) -> str:
         return self.text
+
+
+def kept(answer: Any, path: str) -> Any:
+    """The value at a dotted path (`members.0.member_id`) of a decoded answer, or None."""
+    for part in path.split("."):
+        if answer is None:
+            return None
+        answer = (
+            answer[int(part)] if part.isdigit() and isinstance(answer, list) else getattr(answer, part, None)
+        )
+    return answer
 
 
 def build(cls: Any, values: Mapping[str, Any], captured: Mapping[str, Any] | None = None) -> Any:

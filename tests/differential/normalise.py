@@ -8,7 +8,8 @@ array gives a difference a stable path (`topics[orders].partitions[0].error_code
 
 What is replaced (always on both sides, so equal values stay equal):
 
-- generated identifiers: cluster ids, topic ids (non-zero), member ids, producer ids
+- generated identifiers: cluster ids, topic ids (non-zero), member ids (never array
+  keys; JoinGroup's `leader` too), producer ids
   (non-negative), delegation token ids and HMACs, the ApiVersions features epoch;
 - wall-clock times: fields named `*timestamp*` or `*_time_ms` (never `throttle_time_ms`)
   that are positive (a `*timestamp*` below `CLIENT_TIME_LIMIT` is a scenario's own record
@@ -117,6 +118,8 @@ def keyed(spec: Any, items: list[Any], version: int) -> Any:
         return Keyed()
     mapped = spec.map_key[1].name if spec.map_key and spec.map_key[1].for_version_q(version) else None
     candidates = ([mapped] if mapped else []) + [name for name in IDENTITY if all(name in item for item in items)]
+    # a generated id (a member id) is no key: it differs between the sides
+    candidates = [name for name in candidates if name not in GENERATED_IDS]
     for name in candidates:
         keys = [str(item.get(name)) for item in items]
         if len(set(keys)) == len(keys):
@@ -124,7 +127,7 @@ def keyed(spec: Any, items: list[Any], version: int) -> Any:
     # No identifying field (e.g. quota entries, keyed by their entity list): the canonical
     # text of the first field, when unique.
     first = next(iter(items[0]))
-    keys = [json.dumps(normalise(item.get(first)), sort_keys=True) for item in items]
+    keys = [json.dumps(normalise(item.get(first), first), sort_keys=True) for item in items]
     if len(set(keys)) == len(keys):
         return Keyed(zip(keys, items, strict=True))
     return items
@@ -147,6 +150,8 @@ def normalise(value: Any, field: str = "", throttle_positive_only: bool = False)
         return (">0" if value else "0") if throttle_positive_only else value
     if field in GENERATED_IDS and value not in (None, ""):
         return f"<{field}>"
+    if field == "leader" and isinstance(value, str) and value:  # JoinGroup's leader: a member id
+        return "<member_id>"
     if field == "topic_id" and value not in (None, ZERO_UUID, "00000000-0000-0000-0000-000000000000"):
         return "<topic_id>"
     if field == "producer_id" and isinstance(value, int) and value >= 0:

@@ -31,7 +31,7 @@ from typing import Any
 
 from broker import MockCluster
 from messages.registry import request_class, response_class
-from tests.differential.model import Scenario, Step, jsonable
+from tests.differential.model import Scenario, Step, jsonable, kept
 from tests.differential.normalise import differences, normalise, tree
 from tests.differential.reference import KAFKA_VERSION, SHARED_CONFIG, ReferenceKafka
 from tests.support.wire import encode_request, read_frame, round_trip
@@ -211,6 +211,8 @@ class Connections:
             return {"<undecodable>": f"{type(exc).__name__}: {frame[:64].hex()}"}
         if step.api_key == 22 and not answer.error_code:
             self.captured.update(producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+        for name, path in step.keep.items():
+            self.captured[name] = kept(answer, path)
         return answer
 
     def answer_tree(self, step: Step) -> Any:

@@ -5,11 +5,19 @@ from __future__ import annotations
 
 from tests.differential.model import Scenario
 from tests.differential.runner import Reset
-from tests.differential.scenarios import acls, apis, quotas, records, topics
+from tests.differential.scenarios import acls, apis, configs, groups, quotas, records, topics
 
 
 def all_scenarios() -> list[Scenario]:
-    found = [*apis.scenarios(), *topics.scenarios(), *quotas.scenarios(), *records.scenarios(), *acls.scenarios()]
+    found = [
+        *apis.scenarios(),
+        *topics.scenarios(),
+        *quotas.scenarios(),
+        *configs.scenarios(),
+        *groups.scenarios(),
+        *records.scenarios(),
+        *acls.scenarios(),
+    ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}
     if duplicates:
@@ -17,4 +25,4 @@ def all_scenarios() -> list[Scenario]:
     return found
 
 
-RESETS: dict[str, Reset] = {quotas.FAMILY: quotas.reset}
+RESETS: dict[str, Reset] = {quotas.FAMILY: quotas.reset, configs.FAMILY: configs.reset}
