@@ -412,6 +412,9 @@ class DynamicConfigStore(PersistentStore):
     ) -> _Change:
         for op in alteration.ops:
             if op.op not in (SET, DELETE, APPEND, SUBTRACT):
+                if alteration.resource_type != BROKER:
+                    # the controller's OpType.forId finds no type: an unexpected exception
+                    raise ConfigError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
                 raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown operations type {op.op}")
         if alteration.resource_type == TOPIC:
             return self._plan_topic(alteration)
