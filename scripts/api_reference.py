@@ -27,15 +27,20 @@ def _anchor(spec: HandlerSpec) -> str:
     return spec.name.lower()
 
 
+def _range(low: int, high: int) -> str:
+    return str(low) if low == high else f"{low}-{high}"
+
+
 def _versions(spec: HandlerSpec) -> str:
-    if spec.min_version == spec.max_version:
-        served = str(spec.min_version)
-    else:
-        served = f"{spec.min_version}-{spec.max_version}"
-    low, high = spec.advertised
-    if (low, high) == (spec.min_version, spec.max_version):
-        return served
-    return f"{low}-{high} advertised, {served} served (others close the connection)"
+    """What ApiVersions advertises."""
+    return _range(*spec.advertised)
+
+
+def _served(spec: HandlerSpec) -> str | None:
+    """The versions served, where fewer than those advertised (the others close the connection)."""
+    if spec.advertised == (spec.min_version, spec.max_version):
+        return None
+    return _range(spec.min_version, spec.max_version)
 
 
 def _error_shape(spec: HandlerSpec) -> str:
@@ -111,6 +116,11 @@ def render_api_reference() -> str:
             f"- **Authorization**: {_authorization(spec)}",
             f"- **Error response**: {_error_shape(spec)}",
         ]
+        served_versions = _served(spec)
+        if served_versions is not None:
+            lines.append(
+                f"- **Versions served**: {served_versions}; the others advertised close the connection, as in Kafka"
+            )
         if spec.enabled is not ALWAYS:
             lines.append(f"- **Served** {spec.enabled.summary}")
         if spec.not_implemented:
