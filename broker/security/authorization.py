@@ -143,7 +143,7 @@ def per_topic(operation: Operation) -> Check:
                 break
         else:  # every topic allowed, the common case: straight to the handler
             return call(ctx, request)
-        return _refuse_entries(
+        refused = _refuse_entries(
             ctx,
             request,
             call,
@@ -152,8 +152,32 @@ def per_topic(operation: Operation) -> Check:
             ),
             ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         )
+        if ctx.api_key in _REFUSED_WITH_MESSAGE:
+            return _after(refused, _refusal_messages)
+        return refused
 
     return check
+
+
+# APIs whose refused topics carry the error's own message (Kafka builds them from
+# `new ApiError(TOPIC_AUTHORIZATION_FAILED)`); the others' refusals have none.
+_REFUSED_WITH_MESSAGE = frozenset({ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCERS})
+TOPIC_REFUSAL_MESSAGE = "Topic authorization failed."
+
+
+def _refusal_messages(message: Any) -> None:
+    """Every entry refused TOPIC_AUTHORIZATION_FAILED without a message gets Kafka's."""
+    fields = type(message).fields
+    if (
+        getattr(message, "error_code", None) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        and "error_message" in fields
+        and getattr(message, "error_message", None) is None
+    ):
+        message.error_message = TOPIC_REFUSAL_MESSAGE
+    for name, spec in fields.items():
+        if spec.is_struct_array():
+            for entry in getattr(message, name, None) or ():
+                _refusal_messages(entry)
 
 
 def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.group_id) -> Check:

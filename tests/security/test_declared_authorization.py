@@ -137,3 +137,32 @@ def test_a_refused_delete_records_names_no_low_watermark(secured: MockCluster) -
     body = response[1] if isinstance(response, tuple) else response
     [partition] = body.topics[0].partitions
     assert (partition.error_code, partition.low_watermark) == (ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1)
+
+
+@pytest.mark.parametrize("version", [1, 5, 6])
+def test_a_refused_topic_deletion_says_why(secured: MockCluster, version: int) -> None:
+    """DeleteTopics (v5+ has a message) and DescribeProducers answer a refused topic with
+    the error's own message, as Kafka builds them from `new ApiError(error)`."""
+    topic = f"kept-v{version}"  # the cluster is the module's
+    secured.create_topic(topic)
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    Delete = request_class(ApiKey.DELETE_TOPICS)[version]
+    if version >= 6:
+        delete = Delete(topics=[Delete.DeleteTopicState(name=topic)], timeout_ms=5000)
+    else:
+        delete = Delete(topic_names=[topic], timeout_ms=5000)
+    Producers = request_class(ApiKey.DESCRIBE_PRODUCERS)[0]
+    describe = Producers(topics=[Producers.TopicRequest(name=topic, partition_indexes=[0])])
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        deleted = round_trip(sock, delete, 1, "no-acls")
+        described = round_trip(sock, describe, 2, "no-acls")
+    [refused] = deleted.responses
+    assert (refused.name, refused.error_code) == (topic, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    if version >= 5:
+        assert refused.error_message == "Topic authorization failed."
+    [partition] = described.topics[0].partitions
+    assert (partition.error_code, partition.error_message) == (
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        "Topic authorization failed.",
+    )
+    assert topic in secured.state.topics  # nothing was deleted
