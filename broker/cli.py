@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.config.broker_config import load_properties
 from broker.extras import MissingExtra
+from broker.releases import MODELLED, RELEASES, UnknownRelease, release
 from broker.startup import defer_kafka_package_init
 
 if TYPE_CHECKING:
@@ -70,9 +71,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--conformance-report", metavar="FILE", help="write the client conformance report here on shutdown"
     )
     parser.add_argument(
+        "--kafka-version",
+        type=_kafka_version,
+        default=MODELLED,
+        metavar="X.Y",
+        help=f"the Kafka release to present as: its API versions and a new cluster's features"
+        f" ({', '.join(sorted(RELEASES))}; default {MODELLED}, the release the broker models)",
+    )
+    parser.add_argument(
         "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="log verbosity"
     )
     return parser
+
+
+def _kafka_version(value: str) -> str:
+    try:
+        return release(value).name
+    except UnknownRelease as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -223,7 +239,13 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if ready_file is not None:
             check_ready_file(ready_file)
-        cluster = MockCluster(brokers=args.brokers, config=build_config(args), host=args.host, port=args.port)
+        cluster = MockCluster(
+            brokers=args.brokers,
+            config=build_config(args),
+            host=args.host,
+            port=args.port,
+            kafka_version=args.kafka_version,
+        )
     except (ValueError, MissingExtra, ReadyFileError) as exc:  # MissingExtra: the one line naming the extra
         log.error("%s", exc)
         return 2

@@ -29,6 +29,7 @@ from broker.harness.faults import FaultInjector
 from broker.harness.metrics_sink import MetricsSink
 from broker.harness.recording import RequestRecorder
 from broker.quota_admin import QuotaAdmin
+from broker.releases import release
 from broker.security.acl_admin import SqliteAclStorage
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
@@ -36,6 +37,7 @@ from broker.security.sasl import enabled_mechanisms
 from broker.security.tls import server_context
 from broker.server import BrokerServer
 from broker.state.cluster import ClusterError, ClusterState, Partition, Topic
+from broker.state.features import ELR_VERSION, FeatureControl
 from broker.state.groups import GroupCoordinator
 from broker.state.replica_selector import REPLICA_SELECTOR_CONFIG, load_replica_selector
 from broker.state.transactions import TransactionCoordinator
@@ -78,6 +80,10 @@ class MockCluster:
     configs), `acls`, `credentials` (SCRAM users), `client_metrics` (KIP-714
     subscriptions), `faults` (injected errors, delays, disconnects and throttles),
     `requests` (the recording) and `conformance` (the client conformance report).
+
+    `kafka_version="X.Y"` presents the cluster as that Kafka release (3.9, 4.0; 4.4, the
+    one modelled, by default): its API versions and a new cluster's features
+    (broker/releases.py); an unknown one raises UnknownRelease (a ValueError).
     """
 
     def __init__(
@@ -86,9 +92,13 @@ class MockCluster:
         config: dict[str, Any] | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        kafka_version: str | None = None,
     ) -> None:
         if brokers < 1:
             raise ValueError("a cluster needs at least one broker")
+        # The Kafka release the cluster presents itself as (broker/releases.py): its API
+        # versions and new-cluster features; None is the modelled one (Kafka 4.4).
+        self.release = release(kafka_version)
         self.config = BrokerConfig({k: str(v) for k, v in (config or {}).items()})
         # The optional features that are asked for fail (MissingExtra) before anything opens.
         if self.config.get_int("admin.port") >= 0:
@@ -118,10 +128,13 @@ class MockCluster:
             self.config, SqliteConfigStorage(state_dir) if state_dir else None, run=self._call_from_thread
         )
         self.state = ClusterState(self.configs.cluster_view)
+        if not self.release.modelled:
+            self.state.features = FeatureControl(self.release)  # a new cluster of that release
         self.configs.cluster = self.state
         # Kafka 4.1+ formats a new cluster with eligible leader replicas on, which writes a
-        # cluster-level min.insync.replicas (ConfigurationControlManager).
-        self.configs.bootstrap_elr()
+        # cluster-level min.insync.replicas (ConfigurationControlManager); older ones not.
+        if self.state.features.finalized.get(ELR_VERSION, 0) >= 1:
+            self.configs.bootstrap_elr()
         # New partitions and moved leaders take retention from their leader's config.
         self.state.metadata_listeners.append(lambda: self.configs.apply_retention(self.state.topics.values()))
         self.groups = GroupCoordinator(self.state)
@@ -153,7 +166,7 @@ class MockCluster:
             self.on_loop,
             self.config.get_int("record.requests.max.bytes"),
         )
-        self.conformance = ConformanceTracker(self.on_loop)
+        self.conformance = ConformanceTracker(self.on_loop, self.release)
         self.admin: AdminServer | None = None
         self._log_tasks: list[asyncio.Task[None]] = []  # retention, log cleaner, transaction timeouts
         first_id = self.config.get_int("node.id")

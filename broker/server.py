@@ -14,7 +14,9 @@ from broker.config.broker_config import BrokerConfig, Endpoint
 from broker.config.dynamic import ConfigListener, ConfigValidator
 from broker.connection import CLOSE_LINGER_S, Connection
 from broker.handlers import enabled_handlers, pipeline_checks
+from broker.handlers.spec import HandlerSpec
 from broker.pipeline import RequestPipeline, sasl_state_gate
+from broker.releases import Release, served_range
 from broker.request_metrics import ThrottleTimeStats
 from broker.security.authorization import AuthorizationStage
 from broker.security.sasl import enabled_mechanisms
@@ -120,7 +122,7 @@ class BrokerServer:
             self.telemetry = ClientMetricsManager(
                 cluster.client_metrics, lambda: self.config.get_int("telemetry.max.bytes")
             )
-        handlers = enabled_handlers(self.config)
+        handlers = _as_release(enabled_handlers(self.config), cluster.features.release)
         self.pipeline = RequestPipeline(self, handlers)
         if authorizer.enabled:  # first in line, before any harness interceptor
             self.pipeline.add_interceptor(AuthorizationStage(authorizer, pipeline_checks(handlers)))
@@ -368,3 +370,17 @@ class BrokerServer:
             conn.close()
         self.connections.clear()
         await asyncio.sleep(0)  # let cancelled request tasks unwind
+
+
+def _as_release(handlers: dict[int, HandlerSpec], release: Release) -> dict[int, HandlerSpec]:
+    """The handlers as a broker of `release` serves them (--kafka-version): each API's
+    versions capped at the release's, the APIs it lacks left out (broker/releases.py)."""
+    if release.modelled:
+        return handlers
+    capped: dict[int, HandlerSpec] = {}
+    for key, spec in handlers.items():
+        ranges = served_range(release, key, (spec.min_version, spec.max_version), spec.advertised)
+        if ranges is not None:
+            (low, high), advertised = ranges
+            capped[key] = replace(spec, min_version=low, max_version=high, advertised=advertised)
+    return capped

@@ -1,5 +1,6 @@
-"""Asks a freshly formatted Apache Kafka node of a given release for its ApiVersions and
-writes what it answers to tests/differential/data/apiversions-kafka-VERSION.json.
+"""Asks a freshly formatted Apache Kafka node of a given release for its ApiVersions (v3
+for the APIs and finalized features, v4 for every supported feature) and writes what it
+answers to tests/differential/data/apiversions-kafka-VERSION.json.
 
     .venv/bin/python scripts/capture_apiversions.py 3.9.1 4.0.2 4.4.0
 
@@ -41,6 +42,9 @@ def capture(version: str) -> dict[str, object]:
     with reference.ReferenceKafka() as kafka, socket.create_connection(kafka.address(0)) as sock:
         request = request_class(18)[3](client_software_name="capture", client_software_version="1")
         answer = round_trip(sock, request, 1, "capture")
+        # v4 (Kafka 3.9+) lists every supported feature; v3 leaves out those whose minimum is 0
+        request = request_class(18)[4](client_software_name="capture", client_software_version="1")
+        features = round_trip(sock, request, 2, "capture")
     return {
         "kafka_version": version,
         "captured_with": "ApiVersions v3 to a freshly formatted single combined-mode node"
@@ -49,6 +53,7 @@ def capture(version: str) -> dict[str, object]:
         "finalized_features": {
             f.name: [f.min_version_level, f.max_version_level] for f in answer.finalized_features
         },
+        "supported_features": {f.name: [f.min_version, f.max_version] for f in features.supported_features},
     }
 
 
@@ -61,7 +66,8 @@ def write(found: dict[str, object]) -> Path:
         ' "apis": {',
         ",\n".join(f'  "{key}": {json.dumps(apis[key])}' for key in sorted(apis, key=int)),
         " },",
-        f' "finalized_features": {json.dumps(found["finalized_features"])}',
+        f' "finalized_features": {json.dumps(found["finalized_features"])},',
+        f' "supported_features": {json.dumps(found["supported_features"])}',
         "}",
     ]
     path = DATA / f"apiversions-kafka-{found['kafka_version']}.json"

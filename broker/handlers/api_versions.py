@@ -17,7 +17,6 @@ from broker.context import RequestContext
 from broker.error_responses import TOP_LEVEL
 from broker.handlers.spec import ALWAYS
 from broker.security.authorization import NOT_CHECKED
-from broker.state.features import SUPPORTED
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -112,7 +111,7 @@ def _build(ctx: RequestContext) -> Any:
         throttle_time_ms=0,
         supported_features=[
             ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low, max_version=high)
-            for name, (low, high) in SUPPORTED.items()
+            for name, (low, high) in features.supported.items()
             if low > 0 or ctx.api_version >= 4
         ],
         finalized_features_epoch=features.epoch,

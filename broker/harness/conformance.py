@@ -21,10 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker import releases
 from broker.context import ConnectionView, RequestContext
 from broker.handlers import HANDLERS
 from broker.harness.metrics_sink import error_codes
 from broker.pipeline import Observer
+from broker.releases import Release
 from messages.registry import api_name
 from protocol.errors import error_name
 from protocol.headers import is_flexible
@@ -115,9 +117,13 @@ class _Seen:
 class ConformanceTracker(Observer):
     """What each client software did, across all brokers of the cluster."""
 
-    def __init__(self, on_loop: Callable[[Callable[[], Any]], Any] | None = None) -> None:
+    def __init__(
+        self, on_loop: Callable[[Callable[[], Any]], Any] | None = None, release: Release | None = None
+    ) -> None:
         self.clients: dict[tuple[str, str], ClientConformance] = {}  # by software name and version
         self._on_loop = on_loop or (lambda fn: fn())
+        # The Kafka release the cluster presents (--kafka-version): the versions it serves
+        self.release = release or releases.release(None)
 
     def _client(self, connection: ConnectionView) -> ClientConformance:
         """Clients that do not name their software (ApiVersions before v3) are told
@@ -221,7 +227,12 @@ class ConformanceTracker(Observer):
     def report(self) -> dict[str, Any]:
         def advertised(api_key: int) -> tuple[int, int] | None:
             spec = HANDLERS.get(api_key)
-            return (spec.min_version, spec.max_version) if spec is not None else None
+            if spec is None:
+                return None
+            ranges = releases.served_range(
+                self.release, api_key, (spec.min_version, spec.max_version), spec.advertised
+            )
+            return ranges[0] if ranges is not None else None
 
         def build() -> dict[str, Any]:
             return {"clients": [client.to_dict(advertised) for _, client in sorted(self.clients.items())]}

@@ -1,12 +1,15 @@
 """pytest plugin (entry point `pytest11`): mock Kafka cluster fixtures.
 
 - `kafka_cluster`: a fresh thread-backed `MockCluster` per test, shaped by
-  `@pytest.mark.kafka_cluster(brokers=3, config={"num.partitions": "6"})` on the test, its
-  class or its module (`pytestmark`); the closest marker wins.
+  `@pytest.mark.kafka_cluster(brokers=3, config={"num.partitions": "6"}, kafka_version="3.9")`
+  on the test, its class or its module (`pytestmark`); the closest marker wins.
 - `kafka_cluster_session`: one cluster for the whole session, shaped by the ini options
   `kafka_cluster_brokers` and `kafka_cluster_config` (`key=value` lines). Faults injected
   into it are cleared and stopped brokers started again after every test, so they never
   leak into the next one.
+- `--kafka-version X.Y` (command line) presents both as that Kafka release (its API
+  versions and a new cluster's features: broker/releases.py) unless a marker's
+  `kafka_version` says otherwise.
 
 Servers bind free ports on 127.0.0.1 and stop when their fixture ends. This module is
 loaded by every pytest run in an environment where the broker is installed, so it imports
@@ -24,7 +27,8 @@ if TYPE_CHECKING:
     from broker.mock_cluster import MockCluster
 
 MARKER = "kafka_cluster"
-MARKER_KWARGS = ("brokers", "config")
+MARKER_KWARGS = ("brokers", "config", "kafka_version")
+OPTION_VERSION = "--kafka-version"
 INI_BROKERS = "kafka_cluster_brokers"
 INI_CONFIG = "kafka_cluster_config"
 
@@ -33,6 +37,14 @@ _SESSION_CLUSTER = pytest.StashKey["MockCluster"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        OPTION_VERSION,
+        dest="kafka_mock_version",
+        default=None,
+        metavar="X.Y",
+        help="the Kafka release the kafka_cluster fixtures present (3.9, 4.0, 4.4; default 4.4, "
+        "the one the broker models)",
+    )
     parser.addini(
         INI_BROKERS, "number of brokers of the kafka_cluster_session cluster", type="int", default=1
     )
@@ -47,17 +59,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(brokers=1, config=None): number of brokers and Kafka config (a dict of "
-        "server.properties keys) of the cluster the kafka_cluster fixture starts for this test",
+        f"{MARKER}(brokers=1, config=None, kafka_version=None): number of brokers, Kafka config "
+        '(a dict of server.properties keys) and Kafka release ("3.9", "4.0") of the cluster '
+        "the kafka_cluster fixture starts for this test",
     )
+    version = config.getoption("kafka_mock_version", None)
+    if version is not None:
+        from broker.releases import UnknownRelease, release
+
+        try:
+            release(version)
+        except UnknownRelease as exc:
+            raise pytest.UsageError(f"{OPTION_VERSION}: {exc}") from exc
 
 
-def _marker_settings(node: pytest.Item) -> tuple[int, dict[str, Any]]:
-    """brokers and config from the closest `kafka_cluster` marker; mistakes fail the test, not
-    silently fall back to a default cluster."""
+def _option_version(config: pytest.Config) -> str | None:
+    version: str | None = config.getoption("kafka_mock_version", None)
+    return version
+
+
+def _marker_settings(node: pytest.Item) -> tuple[int, dict[str, Any], str | None]:
+    """brokers, config and Kafka release from the closest `kafka_cluster` marker (the
+    release from --kafka-version when it names none); mistakes fail the test, not silently
+    fall back to a default cluster."""
     marker = node.get_closest_marker(MARKER)
     if marker is None:
-        return 1, {}
+        return 1, {}, _option_version(node.config)
     where = f"@pytest.mark.{MARKER} applied to {node.nodeid}"
     if marker.args:
         pytest.fail(
@@ -68,7 +95,8 @@ def _marker_settings(node: pytest.Item) -> tuple[int, dict[str, Any]]:
     unknown = sorted(set(marker.kwargs) - set(MARKER_KWARGS))
     if unknown:
         pytest.fail(
-            f"{where}: unknown argument(s) {', '.join(unknown)}; it takes brokers=<int> and config=<dict>",
+            f"{where}: unknown argument(s) {', '.join(unknown)}; it takes brokers=<int>, config=<dict>"
+            " and kafka_version=<str>",
             pytrace=False,
         )
     brokers = marker.kwargs.get("brokers", 1)
@@ -82,7 +110,15 @@ def _marker_settings(node: pytest.Item) -> tuple[int, dict[str, Any]]:
             f"{where}: config must be a dict of Kafka config keys, got {type(config).__name__}",
             pytrace=False,
         )
-    return brokers, dict(config)
+    version = marker.kwargs.get("kafka_version", _option_version(node.config))
+    if version is not None:
+        from broker.releases import UnknownRelease, release
+
+        try:
+            release(version if isinstance(version, str) else repr(version))
+        except UnknownRelease as exc:
+            pytest.fail(f"{where}: {exc}", pytrace=False)
+    return brokers, dict(config), version
 
 
 def _ini_settings(config: pytest.Config) -> tuple[int, dict[str, str]]:
@@ -108,8 +144,8 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[MockCluster]:
     topic, offset or quota of one test is seen by another; stopped when the test ends."""
     from broker.mock_cluster import MockCluster
 
-    brokers, config = _marker_settings(request.node)
-    with MockCluster(brokers=brokers, config=config) as cluster:
+    brokers, config, version = _marker_settings(request.node)
+    with MockCluster(brokers=brokers, config=config, kafka_version=version) as cluster:
         yield cluster
 
 
@@ -121,7 +157,7 @@ def kafka_cluster_session(pytestconfig: pytest.Config) -> Iterator[MockCluster]:
     from broker.mock_cluster import MockCluster
 
     brokers, config = _ini_settings(pytestconfig)
-    with MockCluster(brokers=brokers, config=config) as cluster:
+    with MockCluster(brokers=brokers, config=config, kafka_version=_option_version(pytestconfig)) as cluster:
         pytestconfig.stash[_SESSION_CLUSTER] = cluster
         try:
             yield cluster

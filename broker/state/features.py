@@ -3,9 +3,10 @@ what ApiVersions v3+ reports and UpdateFeatures changes.
 
 A new cluster finalizes what `kafka-storage format` gives a Kafka 4.4 cluster
 (Feature.PRODUCTION_FEATURES at their default levels, checked against Kafka 4.4's
-ApiVersions), except the features of what this broker does not serve: share.version (share
-groups) and streams.version (streams groups) are neither supported nor finalized, so no
-client is told to use them. metadata.version is at 4.4's level and cannot go down, as in
+ApiVersions; an older release's with --kafka-version, broker/releases.py), except the
+features of what this broker does not serve: share.version (share groups) and
+streams.version (streams groups) are neither supported nor finalized, so no client is
+told to use them. metadata.version is at 4.4's level and cannot go down, as in
 Kafka; group.version 0 turns KIP-848's ConsumerGroupHeartbeat off (UNSUPPORTED_VERSION);
 eligible.leader.replicas.version 1 keeps a cluster-level min.insync.replicas (the config
 store's ELR rules); transaction.version and kraft.version as before. kraft.version stays 0
@@ -15,32 +16,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from broker.releases import NOT_SERVED_FEATURES, Release, release
 from protocol.errors import ErrorCode
 
 GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 ELR_VERSION = "eligible.leader.replicas.version"
-LATEST_METADATA_VERSION = 33  # Kafka 4.4's MetadataVersion.latestProduction (4.4-IV0)
-# In Kafka 4.4's order (ApiVersions lists them so).
-SUPPORTED: dict[str, tuple[int, int]] = {
-    GROUP_VERSION: (0, 1),
-    "kraft.version": (0, 1),
-    METADATA_VERSION: (7, LATEST_METADATA_VERSION),
-    "transaction.version": (0, 2),
-    ELR_VERSION: (0, 1),
-}
-BOOTSTRAP: dict[str, int] = {
-    GROUP_VERSION: 1,
-    "transaction.version": 2,
-    ELR_VERSION: 1,
-    METADATA_VERSION: LATEST_METADATA_VERSION,
-}
+_MODELLED = release(None)
+LATEST_METADATA_VERSION = _MODELLED.finalized_features[METADATA_VERSION]  # 4.4-IV0
+
+
+def supported(of: Release) -> dict[str, tuple[int, int]]:
+    """The features a release supports, as ApiVersions lists them (in its order), but
+    those of what the broker does not serve."""
+    return {name: levels for name, levels in of.supported_features.items() if name not in NOT_SERVED_FEATURES}
+
+
+def bootstrap(of: Release) -> dict[str, int]:
+    """What `kafka-storage format` finalizes for a new cluster of the release (in the
+    order ApiVersions lists them), but the features of what the broker does not serve."""
+    return {name: level for name, level in of.finalized_features.items() if name not in NOT_SERVED_FEATURES}
+
+
+# The modelled release's (Kafka 4.4's)
+SUPPORTED: dict[str, tuple[int, int]] = supported(_MODELLED)
+BOOTSTRAP: dict[str, int] = bootstrap(_MODELLED)
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
 
 
 class FeatureControl:
-    def __init__(self) -> None:
-        self.finalized: dict[str, int] = dict(BOOTSTRAP)
+    def __init__(self, of: Release = _MODELLED) -> None:
+        """A new cluster of the release `of` (the modelled one unless --kafka-version)."""
+        self.release = of
+        self.supported = supported(of)
+        self.finalized: dict[str, int] = bootstrap(of)
         self.epoch = 1  # Kafka's is the metadata offset of the last feature record
 
     def update(
@@ -83,7 +92,7 @@ class FeatureControl:
         current = self.finalized.get(name, 0)
         if level < 0:
             return "A feature version cannot be less than 0."
-        low, high = SUPPORTED.get(name, (0, 0))
+        low, high = self.supported.get(name, (0, 0))
         if not low <= level <= high:
             if high == 0:
                 return f"Local controller {controller} does not support this feature."

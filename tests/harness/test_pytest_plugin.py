@@ -251,7 +251,7 @@ def test_fixtures_in_a_project(pytester: pytest.Pytester) -> None:
         [
             "*test_marker_typo*",
             "*@pytest.mark.kafka_cluster applied to test_fixtures.py::test_marker_typo: "
-            "unknown argument(s) broker; it takes brokers=<int> and config=<dict>",
+            "unknown argument(s) broker; it takes brokers=<int>, config=<dict> and kafka_version=<str>",
         ]
     )
     result.stdout.fnmatch_lines(
