@@ -161,6 +161,8 @@ def describe_scenarios() -> list[Scenario]:
     for case, resources, creates in cases:
         for version in range(1, 5):
             for synonyms, documentation in ((False, False), (True, version >= 3)):
+                if creates and synonyms != (version in (1, 4)):
+                    continue  # a topic of its own is slow to make: v1 and v4 with synonyms, v2-3 plain
                 flags = "-synonyms" if synonyms else ""
                 name = f"configs-describe-{case}-v{version}{flags}"
                 step = describe(resources(name), version, synonyms, documentation)
@@ -208,6 +210,8 @@ TOPIC_OPS: list[tuple[str, Ops, dict[str, str]]] = [
     ("subtract-non-list", [("retention.ms", SUBTRACT, "1")], {}),
     ("unknown-operation", [("retention.ms", 7, "1")], {}),
 ]
+
+VALIDATED = {"set", "set-bad-number", "set-unknown-key", "delete", "append", "subtract", "unknown-operation"}
 
 # (case, resources) on other resource types; BROKER changes are undone by `reset`
 OTHER_OPS: list[tuple[str, list[tuple[int, str, Ops]]]] = [
@@ -276,6 +280,8 @@ def alter_scenarios() -> list[Scenario]:
     for version, validate_only in ((0, False), (1, False), (1, True)):
         suffix = f"-v{version}{'-validate' if validate_only else ''}"
         for case, ops, configs in TOPIC_OPS:
+            if validate_only and case not in VALIDATED:
+                continue  # validate-only takes one path whatever the operation: a sample
             name = f"configs-incremental-topic-{case}{suffix}"
             resources = [(TOPIC, name, ops)]
             steps = [incremental(resources, version, validate_only)]

@@ -138,7 +138,8 @@ def delete_groups(groups: list[str], version: int = 2, **kw: Any) -> Step:
 
 def cleanup(group: str, classic: bool = True) -> list[Step]:
     """The group's members leave and the group is deleted (answers not compared)."""
-    steps = [leave(group, 5, compare=False)] if classic else []
+    member = Later(lambda captured: captured.get("m") or "", "<m>")  # "": no member joined
+    steps = [leave(group, 5, member=member, compare=False)] if classic else []
     return [*steps, delete_groups([group], compare=False)]
 
 
