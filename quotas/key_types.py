@@ -26,9 +26,11 @@ _LIMITS = {"INT": (float(2**31 - 1), "an INT"), "LONG": (float(2**63 - 1), "a LO
 
 
 def whole_number_problem(key: str, value: float) -> str | None:
-    """Kafka's message when `value` does not fit `key`'s whole-number type (too large, or a
-    fraction: validateQuotaKeyValue), None when it does or the key takes any double (NaN
-    passes, as there: no comparison is true)."""
+    """Kafka's message when `value` does not fit `key`'s type (validateQuotaKeyValue): not
+    finite (NaN or an infinity, for every key), too large or a fraction for a whole-number
+    key; None when it fits."""
+    if not math.isfinite(value):
+        return f"Quota {key} must be a finite number"
     key_type = _KEY_TYPES.get(key)
     if key_type is None or key_type == "DOUBLE":
         return None

@@ -8,6 +8,8 @@ through `QuotaListener`s (nothing polls the store).
 from __future__ import annotations
 
 import json
+import logging
+import math
 import sqlite3
 import struct
 from collections.abc import Callable, Iterable, Sequence
@@ -29,6 +31,8 @@ from quotas.validation import (
 )
 
 Change = tuple[QuotaEntity, str, float | None]  # None: the key is removed
+
+log = logging.getLogger("quotas.store")
 
 
 class QuotaListener(Protocol):
@@ -185,9 +189,25 @@ class SqliteQuotaStorage:
         rows = self._db.execute(
             "SELECT entity, quota_key, value FROM client_quotas ORDER BY rowid"
         ).fetchall()
-        return [
-            (QuotaEntity(json.loads(entity)), key, _DOUBLE.unpack(value)[0]) for entity, key, value in rows
-        ]
+        changes: list[Change] = []
+        dropped: list[tuple[str, str]] = []
+        for entity, key, value in rows:
+            number = _DOUBLE.unpack(value)[0]
+            if math.isfinite(number):
+                changes.append((QuotaEntity(json.loads(entity)), key, number))
+            else:
+                dropped.append((entity, key))
+        if dropped:
+            # Older versions took NaN and infinities, which Kafka refuses ("must be a finite
+            # number"). Such a value is no quota Kafka could hold; a NaN
+            # connection_creation_rate would even refuse every connection from its address.
+            # So it is dropped, from the file too, and the key is unset, as if removed.
+            with self._db:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.executemany("DELETE FROM client_quotas WHERE entity = ? AND quota_key = ?", dropped)
+            for entity, key in dropped:
+                log.warning("dropped the stored quota %s of %s: not a finite number", key, entity)
+        return changes
 
     def write(self, changes: Sequence[Change]) -> None:
         if not changes:

@@ -4,6 +4,7 @@ Kafka's error codes and messages (ClientQuotaControlManager, ClientQuotasImage).
 from __future__ import annotations
 
 import ipaddress
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -66,9 +67,13 @@ def allowed_keys(entity: QuotaEntity, is_valid_host: Callable[[str], bool] = is_
 
 
 def validate_value(keys: dict[str, str], key: str, value: float) -> None:
-    """Kafka's validateQuotaKeyValue (NaN passes, as it does there: no comparison is true)."""
+    """Kafka's validateQuotaKeyValue, in its order: the key, then a finite value (NaN and
+    both infinities refused, whatever the key's type), then positive, then the key type's
+    range and whole-number rules."""
     if key not in keys:
         raise QuotaError(ErrorCode.INVALID_REQUEST, f"Invalid configuration key {key}")
+    if not math.isfinite(value):
+        raise QuotaError(ErrorCode.INVALID_REQUEST, f"Quota {key} must be a finite number")
     if value <= 0.0:
         raise QuotaError(ErrorCode.INVALID_REQUEST, f"Quota {key} must be greater than 0")
     problem = whole_number_problem(key, value)

@@ -84,7 +84,8 @@ def describe(admin: KafkaAdminClient, components: Sequence[tuple[str, int, str |
 def everything(admin: KafkaAdminClient) -> dict[Key, dict[str, float]]:
     """Every configured entity and its values (empty filter, not strict)."""
     response = describe(admin, [], strict=False)
-    assert (response.error_code, response.error_message) == (0, None)
+    # Kafka 4.4 leaves a success's message at the schema's default, "" (not null).
+    assert (response.error_code, response.error_message) == (0, "")
     found: dict[Key, dict[str, float]] = {}
     for e in response.entries:
         entity = key([(c.entity_type, c.entity_name) for c in e.entity])
@@ -322,16 +323,26 @@ def test_ip_names_accepted(admin: KafkaAdminClient, name: str | None) -> None:
         pytest.param([("user", "u")], PBR, -5.0, f"Quota {PBR} must be greater than 0", id="negative"),
         pytest.param([("user", None)], RP, 0.0, f"Quota {RP} must be greater than 0", id="zero-double"),
         pytest.param([("ip", None)], CCR, -1.0, f"Quota {CCR} must be greater than 0", id="negative-int"),
-        pytest.param([("user", "u")], RP, -math.inf, f"Quota {RP} must be greater than 0", id="-inf"),
+        # Not finite (NaN, either infinity) is checked before the sign and the key's type.
+        pytest.param([("user", "u")], RP, -math.inf, f"Quota {RP} must be a finite number", id="-inf"),
+        pytest.param([("user", "u")], RP, math.inf, f"Quota {RP} must be a finite number", id="double-+inf"),
+        pytest.param([("user", "u")], RP, math.nan, f"Quota {RP} must be a finite number", id="double-nan"),
         pytest.param(
-            [("user", "u")], PBR, 1e19, f"Proposed value for {PBR} is too large for a LONG.", id="long-1e19"
+            [("client-id", None)], CMR, math.inf, f"Quota {CMR} must be a finite number", id="cmr-inf"
         ),
         pytest.param(
-            [("client-id", "c")],
-            CBR,
-            math.inf,
-            f"Proposed value for {CBR} is too large for a LONG.",
-            id="long-inf",
+            [("client-id", "c")], CMR, math.nan, f"Quota {CMR} must be a finite number", id="cmr-nan"
+        ),
+        pytest.param([("user", "u")], PBR, math.nan, f"Quota {PBR} must be a finite number", id="long-nan"),
+        pytest.param(
+            [("client-id", "c")], CBR, math.inf, f"Quota {CBR} must be a finite number", id="long-inf"
+        ),
+        pytest.param([("ip", None)], CCR, math.nan, f"Quota {CCR} must be a finite number", id="int-nan"),
+        pytest.param(
+            [("ip", "1.2.3.4")], CCR, math.inf, f"Quota {CCR} must be a finite number", id="int-inf"
+        ),
+        pytest.param(
+            [("user", "u")], PBR, 1e19, f"Proposed value for {PBR} is too large for a LONG.", id="long-1e19"
         ),
         pytest.param(
             [("ip", "1.2.3.4")], CCR, 3e9, f"Proposed value for {CCR} is too large for an INT.", id="int-3e9"
@@ -379,34 +390,13 @@ def test_one_bad_op_refuses_the_whole_entity(admin: KafkaAdminClient) -> None:
         pytest.param([("user", "u")], RP, 0.5, id="double-fraction"),
         pytest.param([("client-id", None)], CMR, 2.75, id="mutation-fraction"),
         pytest.param([("user", "u"), ("client-id", None)], RP, 1e-300, id="double-tiny"),
-        pytest.param([("user", "u")], RP, math.inf, id="double-+inf"),
+        pytest.param([("user", "u")], RP, 1.7976931348623157e308, id="double-max-finite"),
     ],
 )
 def test_value_accepted(admin: KafkaAdminClient, pairs: Pairs, op_key: str, value: float) -> None:
     results = alter(admin, [entry(pairs, [(op_key, value, False)]), entry(VALID, VALID_OPS)])
     assert results == [(key(pairs), 0, None), (key(VALID), 0, None)]
     assert everything(admin) == {key(pairs): {op_key: value}, key(VALID): {PBR: 4096.0}}
-
-
-def test_nan_accepted_for_a_double(admin: KafkaAdminClient) -> None:
-    results = alter(admin, [entry([("user", "nan")], [(RP, math.nan, False)]), entry(VALID, VALID_OPS)])
-    assert results == [(key([("user", "nan")]), 0, None), (key(VALID), 0, None)]
-    stored = everything(admin)
-    assert math.isnan(stored[key([("user", "nan")])][RP])
-
-
-@pytest.mark.parametrize(
-    ("pairs", "op_key"),
-    [
-        pytest.param([("user", "u")], PBR, id="long"),
-        pytest.param([("ip", None)], CCR, id="int"),
-    ],
-)
-def test_nan_accepted_even_for_integral_keys(admin: KafkaAdminClient, pairs: Pairs, op_key: str) -> None:
-    """No check is true for NaN (<= 0, > MAX, |v % 1| > 1e-6), so Kafka stores it."""
-    results = alter(admin, [entry(pairs, [(op_key, math.nan, False)]), entry(VALID, VALID_OPS)])
-    assert results == [(key(pairs), 0, None), (key(VALID), 0, None)]
-    assert math.isnan(everything(admin)[key(pairs)][op_key])
 
 
 # ------------------------------------------------------------------ removals, no-ops
@@ -608,9 +598,9 @@ def test_describe_refused(
 def test_describe_no_match_is_an_empty_list(admin: KafkaAdminClient) -> None:
     alter(admin, [entry(VALID, VALID_OPS)])
     response = describe(admin, [("user", 0, "nobody")], strict=False)
-    assert (response.error_code, response.error_message, response.entries) == (0, None, [])
+    assert (response.error_code, response.error_message, response.entries) == (0, "", [])
     response = describe(admin, [], strict=True)
-    assert (response.error_code, response.error_message, response.entries) == (0, None, [])
+    assert (response.error_code, response.error_message, response.entries) == (0, "", [])
 
 
 # ----------------------------------------------------------------------- authorization
