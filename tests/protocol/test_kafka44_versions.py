@@ -287,3 +287,54 @@ def test_txn_offset_commit_v6_says_group_id_not_found_where_v5_says_illegal_gene
             sock, producer, 6, "absent", [Topic(topic_id=topic_id, partitions=[_offset(0, 1)])], generation=3
         )
         assert v6.topics[0].partitions[0].error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_txn_offset_commit_v6_says_stale_member_epoch_where_v5_says_illegal_generation(
+    cluster: MockCluster,
+) -> None:
+    """A consumer-group member committing in a transaction with an old epoch
+    (OffsetMetadataManager.validateTransactionalOffsetCommit)."""
+    heartbeat = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+    with _connect(cluster) as sock:
+        joined = round_trip(
+            sock,
+            heartbeat(
+                version=1,
+                group_id="modern",
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["orders"],
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=[],
+            ),
+            1,
+            "t",
+        )
+        assert joined.error_code == ErrorCode.NONE and joined.member_epoch >= 1
+        member = joined.member_id
+        topic_id = _topic_id(cluster)
+        answers = {}
+        for version, transactional_id in ((5, "tx5"), (6, "tx6")):
+            producer = _producer(sock, transactional_id)
+            topic = (
+                Topic(topic_id=topic_id, partitions=[_offset(0, 1)])
+                if version >= 6
+                else Topic(name="orders", partitions=[_offset(0, 1)])
+            )
+            request = TxnOffsetCommit(
+                version=version,
+                transactional_id=transactional_id,
+                group_id="modern",
+                producer_id=producer[1].producer_id,
+                producer_epoch=producer[1].producer_epoch,
+                generation_id_or_member_epoch=joined.member_epoch + 5,
+                member_id=member,
+                group_instance_id=None,
+                topics=[topic],
+            )
+            answers[version] = round_trip(sock, request, 2, "t").topics[0].partitions[0].error_code
+    assert answers == {5: ErrorCode.ILLEGAL_GENERATION, 6: ErrorCode.STALE_MEMBER_EPOCH}
