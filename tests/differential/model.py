@@ -30,6 +30,15 @@ class Step:
     settle: float = 0.0
     # throttle_time_ms compared as "0" or ">0" only (timing-dependent under quotas)
     throttle_positive_only: bool = False
+    # throttle_time_ms compared as zero or not exactly, and its value within a tolerance
+    # the runner derives from both sides' timings (runner.throttle_tolerance_ms), measured
+    # from the scenario's first timed step (where the quota's sensor got its first record);
+    # a timed step after a throttled one also reports whether its answer was held until
+    # the throttle expired (the muted channel, KIP-219)
+    throttle_timed: bool = False
+    # the request header's client id ("": the runner's own), so a scenario's quota applies
+    # to its pattern's steps only and each scenario starts with fresh quota sensors
+    client_id: str = ""
     label: str = ""  # names the step in difference keys; the API name by default
     # name -> dotted path of a value in this step's answer (a generated member id), which
     # its side captures for later steps' `Later` fields

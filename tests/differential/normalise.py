@@ -17,7 +17,9 @@ What is replaced (always on both sides, so equal values stay equal):
 - where each side listens and writes: `host`, `port`, `log_dir`, a log dir's
   `total_bytes` and `usable_bytes`, and the config values that name local addresses or
   directories (`listeners`, `log.dirs`, ...);
-- on request only (`throttle_positive_only`), `throttle_time_ms` as "0" or ">0";
+- on request only (`throttle_positive_only`), `throttle_time_ms` as "0" or ">0"; on
+  `throttle_timed` steps the runner makes it a `Close` value (zero or not exactly, the
+  value within a tolerance it derives from both sides' timings);
 - a `records` field (a fetch's record batches) is decoded into each batch's header fields
   and records (`batches`), its timestamps kept when below `CLIENT_TIME_LIMIT` (what the
   scenarios' producers set) and "<append time>" above (a broker's clock under
@@ -254,6 +256,43 @@ def differences(reference: Any, mock: Any, path: str = "") -> Iterator[tuple[str
 def _is_key(*maps: dict[str, Any]) -> bool:
     """A keyed array (its keys are data), not a struct (its keys are field names)."""
     return any(getattr(m, "keyed", False) for m in maps)
+
+
+class Close:
+    """A timing-dependent number (a throttle time, in ms) that equals another `Close` when
+    both are zero or both are not, and they are at most `tolerance` apart (the tolerance
+    of either side: the runner gives both sides the same one)."""
+
+    __slots__ = ("tolerance", "value")
+
+    def __init__(self, value: int, tolerance: int) -> None:
+        self.value = value
+        self.tolerance = tolerance
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Close):
+            return NotImplemented
+        if (self.value == 0) != (other.value == 0):
+            return False
+        return abs(self.value - other.value) <= max(self.tolerance, other.tolerance)
+
+    def __hash__(self) -> int:
+        return hash(self.value == 0)
+
+    def __str__(self) -> str:
+        return f"{self.value} (±{self.tolerance})"
+
+    __repr__ = __str__
+
+
+def close_throttles(reference: Any, mock: Any, tolerance: int) -> tuple[Any, Any]:
+    """Both answers with their top-level `throttle_time_ms` as `Close` values."""
+    out = []
+    for answer in (reference, mock):
+        if isinstance(answer, dict) and isinstance(answer.get("throttle_time_ms"), int):
+            answer = {**answer, "throttle_time_ms": Close(answer["throttle_time_ms"], tolerance)}
+        out.append(answer)
+    return out[0], out[1]
 
 
 class Keyed(dict[str, Any]):

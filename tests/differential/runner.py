@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import socket
 import sys
@@ -23,6 +24,7 @@ import tempfile
 import time
 import tomllib
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from itertools import groupby
@@ -32,7 +34,7 @@ from typing import Any
 from broker import MockCluster
 from messages.registry import request_class, response_class
 from tests.differential.model import Scenario, Step, jsonable, kept
-from tests.differential.normalise import differences, normalise, tree
+from tests.differential.normalise import close_throttles, differences, normalise, tree
 from tests.differential.reference import KAFKA_VERSION, SHARED_CONFIG, ReferenceKafka
 from tests.support.wire import encode_request, read_frame, round_trip
 
@@ -47,6 +49,11 @@ WARM_UP_TXN = "differential-unknown-txn"
 # SASL_PLAINTEXT listener next to the plain one, with these PLAIN users (password:
 # "<user>-secret"); a step with `user` authenticates on it.
 SASL_USERS = ("admin", "alice", "bob")
+# A timed step after a throttled one counts as held (its connection muted, KIP-219) when
+# its answer came at most this much before the previous throttle expired: both brokers
+# wake their throttle timers a little early or late (Kafka's DelayQueue and poll timeouts
+# have millisecond granularity, asyncio's timers the loop's), never by more than this.
+MUTE_SLACK_MS = 20.0
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,44 @@ class Report:
         }
 
 
+@dataclass
+class Timing:
+    """One side's clock for its scenario's `throttle_timed` steps (monotonic ms)."""
+
+    sent: float = 0.0  # the last step's request was sent
+    answered: float = 0.0  # and its answer read
+    # when the broker can first have read the last request: when it was sent, or, on a
+    # connection seen to be muted (`<held>`), when the previous throttle expired
+    readable: float = 0.0
+    anchor: tuple[float, float] | None = None  # (readable, answered) of the first timed step
+    previous: tuple[int, float] | None = None  # the last timed step's throttle, answered at
+
+    def elapsed(self) -> tuple[float, float]:
+        """Bounds on the broker's own time from recording the anchor step to recording
+        the last step: each happened between its request's being readable and its answer."""
+        readable, answered = self.anchor or (self.readable, self.answered)
+        return self.readable - answered, self.answered - readable
+
+
+def throttle_tolerance_ms(reference: tuple[float, float], mock: tuple[float, float]) -> int:
+    """How far apart the two sides' throttle_time_ms may be for the same pattern.
+
+    Both compute it as Kafka's ClientQuotaManager does, from the same bytes, partitions and
+    quota. The throttling family's layout keeps Kafka's padded window linear: with two
+    samples of 10 s and every pattern shorter than 10 s, the window is
+    W = (samples - 1) x window + e, e being the time since the sensor's first record (the
+    scenario's first timed step). So a rate quota's throttle is
+    (S/W - Q)/Q x W = S/Q - W = C - e, and the mutation token bucket's,
+    -tokens/rate = (used - burst)/rate - e = C - e, with the same C on both sides: the
+    throttles differ by exactly the difference of the two e's, plus 1 ms for each side's
+    Math.round. Each e lies in the interval `Timing.elapsed` measures around the requests
+    (a request on a muted connection is read no earlier than the mute's end); the
+    tolerance is the widest gap between the two intervals. Capped throttles (the
+    request quota, at one window) are equal, within any tolerance."""
+    (ref_low, ref_high), (mock_low, mock_high) = reference, mock
+    return math.ceil(max(ref_high - mock_low, mock_high - ref_low, 0.0)) + 1
+
+
 class Connections:
     """One side's connections for one scenario, one per broker, opened when first used."""
 
@@ -167,6 +212,7 @@ class Connections:
         self.correlation_id = 0
         # from earlier answers, for `Later` fields: the last InitProducerId's id and epoch
         self.captured: dict[str, Any] = {}
+        self.timing = Timing()
 
     def connect(self, node: int, user: str) -> socket.socket:
         if not user:
@@ -195,10 +241,12 @@ class Connections:
                 sock = self.open[where] = self.connect(step.node, step.user)
                 sock.settimeout(REPLY_TIMEOUT)
             self.correlation_id += 1
-            sock.sendall(encode_request(request, self.correlation_id, CLIENT_ID))
+            self.timing.sent = time.monotonic() * 1000
+            sock.sendall(encode_request(request, self.correlation_id, step.client_id or CLIENT_ID))
             if step.api_key == 0 and step.fields.get("acks") == 0:
                 return {"<no answer>": "acks=0 has none"}
             frame = read_frame(sock)
+            self.timing.answered = time.monotonic() * 1000
         except TimeoutError:
             self.drop(where)
             return {"<no answer>": f"none within {REPLY_TIMEOUT:.0f} s"}
@@ -325,12 +373,20 @@ def run_scenario(
             reset(reference)
             reset(mock)
         for index, step in enumerate(scenario.steps):
-            mine = mock.answer_tree(step)
-            theirs = reference.answer_tree(step)
+            if step.throttle_timed:  # both at once: neither side's wait is in the other's timings
+                with ThreadPoolExecutor(2) as pool:
+                    mine_later = pool.submit(mock.answer_tree, step)
+                    theirs = reference.answer_tree(step)
+                    mine = mine_later.result()
+            else:
+                mine = mock.answer_tree(step)
+                theirs = reference.answer_tree(step)
             deadline = time.monotonic() + step.settle
             while step.settle and time.monotonic() < deadline and unexplained(scenario, step, theirs, mine, explained):
                 time.sleep(0.1)
                 theirs = reference.answer_tree(step)
+            if step.throttle_timed:
+                theirs, mine = timed(theirs, mine, reference.timing, mock.timing)
             if not step.compare:
                 continue
             name = step.name
@@ -384,6 +440,28 @@ def run(
                 for difference in report.differences[before:]:
                     out(render(difference))
     return report
+
+
+def timed(theirs: Any, mine: Any, reference: Timing, mock: Timing) -> tuple[Any, Any]:
+    """A `throttle_timed` step's answers: throttle_time_ms as `Close` values, within
+    `throttle_tolerance_ms`; after a throttled timed step, `<held>` says whether the
+    answer waited for that throttle to expire (the connection was muted)."""
+    out = []
+    for answer, timing in ((theirs, reference), (mine, mock)):
+        timing.readable = timing.sent
+        if isinstance(answer, dict) and timing.previous is not None and timing.previous[0] > 0:
+            unmuted = timing.previous[1] + timing.previous[0] - MUTE_SLACK_MS
+            held = timing.answered >= unmuted
+            answer = {**answer, "<held>": held}
+            if held:
+                timing.readable = max(timing.sent, unmuted)
+        if timing.anchor is None:
+            timing.anchor = (timing.readable, timing.answered)
+        throttle = answer.get("throttle_time_ms") if isinstance(answer, dict) else None
+        timing.previous = (throttle, timing.answered) if isinstance(throttle, int) else None
+        out.append(answer)
+    tolerance = throttle_tolerance_ms(reference.elapsed(), mock.elapsed())
+    return close_throttles(out[0], out[1], tolerance)
 
 
 def unexplained(scenario: Scenario, step: Step, theirs: Any, mine: Any, explained: Sequence[Explanation]) -> bool:

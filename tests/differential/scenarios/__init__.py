@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from tests.differential.model import Scenario
 from tests.differential.runner import Reset
-from tests.differential.scenarios import acls, apis, configs, groups, quotas, records, topics
+from tests.differential.scenarios import acls, apis, configs, groups, quotas, records, throttling, topics
 
 
 def all_scenarios() -> list[Scenario]:
@@ -17,6 +17,7 @@ def all_scenarios() -> list[Scenario]:
         *groups.scenarios(),
         *records.scenarios(),
         *acls.scenarios(),
+        *throttling.scenarios(),
     ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}
@@ -25,4 +26,8 @@ def all_scenarios() -> list[Scenario]:
     return found
 
 
-RESETS: dict[str, Reset] = {quotas.FAMILY: quotas.reset, configs.FAMILY: configs.reset}
+RESETS: dict[str, Reset] = {
+    quotas.FAMILY: quotas.reset,
+    configs.FAMILY: configs.reset,
+    throttling.FAMILY: quotas.reset,
+}

@@ -1,0 +1,191 @@
+"""Throttling under client quotas: the throttle_time_ms sequence of fixed patterns, and the
+muted connection after a throttled answer (KIP-219).
+
+Every scenario sets one quota on its own client id with AlterClientQuotas (a setup step,
+on both sides; DescribeClientQuotas settles until Kafka's broker has applied it), then
+sends a fixed pattern with that client id, back to back:
+
+- produce: Produce requests of ~1.1 kB under producer_byte_rate;
+- fetch: Fetch requests of one ~1.1 kB batch under consumer_byte_rate (the throttled one
+  is answered empty, its bytes un-recorded);
+- request: Metadata requests under a request_percentage so small that every request is
+  throttled for the whole (capped) window;
+- create, delete, partitions: CreateTopics v7 / DeleteTopics v6 / CreatePartitions v3 of
+  12 partitions, then 1 more, under controller_mutation_rate (strict: the first
+  overdraws the bucket, the second gets THROTTLING_QUOTA_EXCEEDED).
+
+Each pattern step is `throttle_timed`: its throttle_time_ms is compared as zero or not
+exactly and as a value within the tolerance runner.throttle_tolerance_ms derives, and the
+step after a throttled one reports `<held>`, whether its answer waited for that throttle
+(the muted connection). The layout gives both sides the same quota windows: two samples
+of 10 s for client and controller quotas, so that every pattern (< 10 s) sees Kafka's
+padded window grow linearly with time (see throttle_tolerance_ms). Every scenario has its
+own client id (fresh sensors) and starts with no quotas on either side (quotas.reset).
+
+connection_creation_rate is not in this family: its throttle is no field of an answer
+but a new connection held and then closed, and the runner's connections are opened once
+per scenario (tests/quotas/test_quota_enforcement_wire.py measures it on this broker).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.differential.model import Scenario, Step
+from tests.differential.scenarios.quotas import SETTLE, alter, describe
+from tests.differential.scenarios.records import batch, create, fetch, produce
+
+FAMILY = "throttling"
+METADATA, CREATE, DELETE, PARTITIONS = 3, 19, 20, 37
+WINDOWS = {
+    "quota.window.num": "2",
+    "quota.window.size.seconds": "10",
+    "controller.quota.window.num": "2",
+    "controller.quota.window.size.seconds": "10",
+}
+VALUE = b"q" * 1000  # one record of 1000 bytes: a ~1.1 kB produce request or fetch answer
+
+
+def quota(client_id: str, key: str, value: float) -> list[Step]:
+    """The quota on `client_id`, then waits until Kafka's broker lists it."""
+    return [
+        alter([("client-id", client_id)], {key: value}, compare=False),
+        describe([("client-id", 0, client_id)], False, compare=False, settle=SETTLE),
+    ]
+
+
+def held(client_id: str, label: str = "Metadata-held") -> Step:
+    """A request no quota of the scenario meters: its answer shows only the mute."""
+    return Step(
+        METADATA,
+        12,
+        {"topics": [], "allow_auto_topic_creation": False, "include_topic_authorized_operations": False},
+        client_id=client_id,
+        throttle_timed=True,
+        label=label,
+    )
+
+
+def new_topic(name: str, partitions: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "assignments": [],
+        "configs": [],
+    }
+
+
+def scenarios() -> list[Scenario]:
+    out: list[Scenario] = []
+
+    def scenario(name: str, *steps: Step) -> None:
+        out.append(Scenario(f"throttling-{name}", FAMILY, steps, config=WINDOWS))
+
+    # producer_byte_rate 500 B/s over a 10 s window: 4 requests (~4.4 kB) pass, the 5th
+    # is throttled by ~1 s, the 6th (after the mute) by ~2 s.
+    client = "throttle-produce"
+    scenario(
+        "produce",
+        *quota(client, "producer_byte_rate", 500.0),
+        *create("throttling-produce"),
+        *(
+            produce(
+                "throttling-produce",
+                batch([(None, VALUE, 1_500_000_000_000 + i)]),
+                client_id=client,
+                throttle_timed=True,
+                label=f"Produce#{i}",
+            )
+            for i in range(6)
+        ),
+        held(client),
+    )
+    # consumer_byte_rate 300 B/s: two fetches of the batch pass, the third is throttled
+    # (~1.5 s) and answered empty.
+    client = "throttle-fetch"
+    scenario(
+        "fetch",
+        *quota(client, "consumer_byte_rate", 300.0),
+        *create("throttling-fetch"),
+        produce("throttling-fetch", batch([(None, VALUE, 1_500_000_000_000)]), compare=False),
+        *(
+            fetch("throttling-fetch", 0, client_id=client, throttle_timed=True, label=f"Fetch#{i}")
+            for i in range(3)
+        ),
+        held(client),
+    )
+    # request_percentage 1e-6 (% of one thread): any request's handling time exceeds it
+    # many times over, so each throttle is capped at the window, 10 s.
+    client = "throttle-request"
+    scenario(
+        "request",
+        *quota(client, "request_percentage", 1e-6),
+        held(client, "Metadata#0"),
+        held(client, "Metadata#1"),
+    )
+    # controller_mutation_rate 0.5/s: a bucket of 2 x 10 s x 0.5 = 10 partitions. The
+    # first topic of 12 partitions overdraws it (tokens -2: 4 s), the second is refused.
+    client = "throttle-create"
+    scenario(
+        "create",
+        *quota(client, "controller_mutation_rate", 0.5),
+        Step(
+            CREATE,
+            7,
+            {
+                "topics": [new_topic("throttling-create-a", 12), new_topic("throttling-create-b", 1)],
+                "timeout_ms": 5000,
+                "validate_only": False,
+            },
+            client_id=client,
+            throttle_timed=True,
+        ),
+        held(client),
+    )
+    # DeleteTopics: Kafka deletes a request's topics in the hash order of their ids, so
+    # one request of a big and a small topic may overdraw on either; two requests do not
+    # depend on it. The first overdraws the bucket (a strict quota reports a throttle only
+    # with a refusal: 0), the second finds it exhausted (89, ~4 s).
+    client = "throttle-delete"
+    scenario(
+        "delete",
+        *quota(client, "controller_mutation_rate", 0.5),
+        *create("throttling-delete-a", 12),
+        *create("throttling-delete-b", 1),
+        *(
+            Step(
+                DELETE,
+                6,
+                {"topics": [{"name": f"throttling-delete-{name}"}], "timeout_ms": 5000},
+                client_id=client,
+                throttle_timed=True,
+                label=f"DeleteTopics-{name}",
+            )
+            for name in "ab"
+        ),
+        held(client),
+    )
+    client = "throttle-partitions"
+    scenario(
+        "partitions",
+        *create("throttling-partitions-a", 1),
+        *create("throttling-partitions-b", 1),
+        *quota(client, "controller_mutation_rate", 0.5),
+        Step(
+            PARTITIONS,
+            3,
+            {
+                "topics": [
+                    {"name": "throttling-partitions-a", "count": 13, "assignments": None},
+                    {"name": "throttling-partitions-b", "count": 2, "assignments": None},
+                ],
+                "timeout_ms": 5000,
+                "validate_only": False,
+            },
+            client_id=client,
+            throttle_timed=True,
+        ),
+        held(client),
+    )
+    return out
