@@ -39,6 +39,9 @@ class Step:
     # the request header's client id ("": the runner's own), so a scenario's quota applies
     # to its pattern's steps only and each scenario starts with fresh quota sensors
     client_id: str = ""
+    # a new connection for this step alone, from this local address (127.0.0.2: an
+    # address no other step connects from, for an ip entity's connection_creation_rate)
+    source_address: str = ""
     label: str = ""  # names the step in difference keys; the API name by default
     # name -> dotted path of a value in this step's answer (a generated member id), which
     # its side captures for later steps' `Later` fields

@@ -34,7 +34,7 @@ from typing import Any
 from broker import MockCluster
 from messages.registry import request_class, response_class
 from tests.differential.model import Scenario, Step, jsonable, kept
-from tests.differential.normalise import close_throttles, differences, normalise, tree
+from tests.differential.normalise import Close, close_throttles, differences, normalise, tree
 from tests.differential.reference import KAFKA_VERSION, SHARED_CONFIG, ReferenceKafka
 from tests.support.wire import encode_request, read_frame, round_trip
 
@@ -54,6 +54,11 @@ SASL_USERS = ("admin", "alice", "bob")
 # wake their throttle timers a little early or late (Kafka's DelayQueue and poll timeouts
 # have millisecond granularity, asyncio's timers the loop's), never by more than this.
 MUTE_SLACK_MS = 20.0
+# A connection throttled by connection_creation_rate is closed by the broker when its
+# throttle has passed; Kafka's acceptor closes such sockets from its select loop, which
+# wakes at least every 500 ms (SocketServer's Acceptor: nioSelector.select(500)), so the
+# close may come that much later than the throttle on the reference.
+CLOSE_SLACK_MS = 500
 
 
 @dataclass(frozen=True)
@@ -172,11 +177,14 @@ class Timing:
     anchor: tuple[float, float] | None = None  # (readable, answered) of the first timed step
     previous: tuple[int, float] | None = None  # the last timed step's throttle, answered at
 
-    def elapsed(self) -> tuple[float, float]:
+    def elapsed(self, accepted: bool = False) -> tuple[float, float]:
         """Bounds on the broker's own time from recording the anchor step to recording
-        the last step: each happened between its request's being readable and its answer."""
+        the last step: each happened between its request's being readable and its answer
+        (`accepted`: the last step's recording is its connection's acceptance, taken to
+        be when it was opened; lags are the caller's slack)."""
         readable, answered = self.anchor or (self.readable, self.answered)
-        return self.readable - answered, self.answered - readable
+        last = self.readable if accepted else self.answered
+        return self.readable - answered, last - readable
 
 
 def throttle_tolerance_ms(reference: tuple[float, float], mock: tuple[float, float]) -> int:
@@ -214,7 +222,9 @@ class Connections:
         self.captured: dict[str, Any] = {}
         self.timing = Timing()
 
-    def connect(self, node: int, user: str) -> socket.socket:
+    def connect(self, node: int, user: str, source: str = "") -> socket.socket:
+        if source:
+            return socket.create_connection(self.address(node), timeout=10, source_address=(source, 0))
         if not user:
             return socket.create_connection(self.address(node), timeout=10)
         if self.sasl_address is None:
@@ -234,23 +244,29 @@ class Connections:
     def send(self, step: Step) -> Any:
         """The decoded answer, or a marker: {"<closed>": ...} when the connection closed."""
         request = step.build(self.captured)
-        where = (step.node, step.user)
+        where = (step.node, f"@{step.source_address}" if step.source_address else step.user)
+        if step.source_address:
+            self.drop(where)  # a new connection each time
+            self.timing.sent = time.monotonic() * 1000  # a connection is recorded when accepted
         try:
             sock = self.open.get(where)
             if sock is None:
-                sock = self.open[where] = self.connect(step.node, step.user)
+                sock = self.open[where] = self.connect(step.node, step.user, step.source_address)
                 sock.settimeout(REPLY_TIMEOUT)
             self.correlation_id += 1
-            self.timing.sent = time.monotonic() * 1000
+            if not step.source_address:
+                self.timing.sent = time.monotonic() * 1000
             sock.sendall(encode_request(request, self.correlation_id, step.client_id or CLIENT_ID))
             if step.api_key == 0 and step.fields.get("acks") == 0:
                 return {"<no answer>": "acks=0 has none"}
             frame = read_frame(sock)
             self.timing.answered = time.monotonic() * 1000
         except TimeoutError:
+            self.timing.answered = time.monotonic() * 1000
             self.drop(where)
             return {"<no answer>": f"none within {REPLY_TIMEOUT:.0f} s"}
         except (ConnectionError, OSError):
+            self.timing.answered = time.monotonic() * 1000
             self.drop(where)
             return {"<closed>": "the broker closed the connection"}
         try:
@@ -461,6 +477,12 @@ def timed(theirs: Any, mine: Any, reference: Timing, mock: Timing) -> tuple[Any,
         timing.previous = (throttle, timing.answered) if isinstance(throttle, int) else None
         out.append(answer)
     tolerance = throttle_tolerance_ms(reference.elapsed(), mock.elapsed())
+    closed_tolerance = throttle_tolerance_ms(reference.elapsed(True), mock.elapsed(True)) + CLOSE_SLACK_MS
+    for index, timing in enumerate((reference, mock)):
+        if isinstance(out[index], dict) and "<closed>" in out[index]:
+            # a throttled connection: closed, unanswered, once its throttle has passed
+            closed_after = round(timing.answered - timing.sent)
+            out[index] = {**out[index], "<closed after ms>": Close(closed_after, closed_tolerance)}
     return close_throttles(out[0], out[1], tolerance)
 
 

@@ -5,7 +5,7 @@ sides' timings, and `<held>` for the answer after a throttled one (the muted con
 from __future__ import annotations
 
 from tests.differential.normalise import Close, close_throttles, differences
-from tests.differential.runner import MUTE_SLACK_MS, Timing, throttle_tolerance_ms, timed
+from tests.differential.runner import CLOSE_SLACK_MS, MUTE_SLACK_MS, Timing, throttle_tolerance_ms, timed
 
 
 def test_close_values_compare_zero_exactly_and_the_rest_within_the_tolerance() -> None:
@@ -73,3 +73,26 @@ def test_after_an_unthrottled_step_nothing_is_held() -> None:
     assert "<held>" not in theirs and "<held>" not in mine
     # the second step was recorded 1 to 9 ms after the first on either side
     assert theirs["throttle_time_ms"].tolerance == throttle_tolerance_ms((1.0, 9.0), (1.0, 9.0)) == 9
+
+
+def test_a_throttled_connection_is_compared_by_when_it_closed() -> None:
+    """connection_creation_rate: the answer is the connection's closing; how long after it
+    was opened is compared, its recording taken at the opening and Kafka's acceptor poll
+    interval added to the tolerance."""
+    reference, mock = timing(0.0, 5.0), timing(0.0, 5.0)
+    timed({"throttle_time_ms": 0}, {"throttle_time_ms": 0}, reference, mock)  # the anchor
+    step(reference, 100.0, 1100.0)
+    step(mock, 100.0, 1050.0)
+    closed = {"<closed>": "the broker closed the connection"}
+    theirs, mine = timed(dict(closed), dict(closed), reference, mock)
+    assert theirs == mine
+    assert theirs["<closed after ms>"].value == 1000 and mine["<closed after ms>"].value == 950
+    assert (
+        theirs["<closed after ms>"].tolerance
+        == throttle_tolerance_ms((95.0, 100.0), (95.0, 100.0)) + CLOSE_SLACK_MS
+    )
+    # answered on one side, closed on the other: a difference of the whole answer
+    step(reference, 1200.0, 1205.0)
+    step(mock, 1200.0, 2200.0)
+    theirs, mine = timed({"throttle_time_ms": 0}, dict(closed), reference, mock)
+    assert theirs != mine

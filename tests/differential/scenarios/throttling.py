@@ -22,9 +22,10 @@ of 10 s for client and controller quotas, so that every pattern (< 10 s) sees Ka
 padded window grow linearly with time (see throttle_tolerance_ms). Every scenario has its
 own client id (fresh sensors) and starts with no quotas on either side (quotas.reset).
 
-connection_creation_rate is not in this family: its throttle is no field of an answer
-but a new connection held and then closed, and the runner's connections are opened once
-per scenario (tests/quotas/test_quota_enforcement_wire.py measures it on this broker).
+- connections: new connections from 127.0.0.2 under that address's
+  connection_creation_rate; the throttled one is left unanswered and closed, and how
+  long after it was opened is compared within the same tolerance plus Kafka's acceptor
+  poll interval (runner.CLOSE_SLACK_MS).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ WINDOWS = {
     "controller.quota.window.num": "2",
     "controller.quota.window.size.seconds": "10",
 }
+SOURCE = "127.0.0.2"  # the local address of the connection-rate steps
 VALUE = b"q" * 1000  # one record of 1000 bytes: a ~1.1 kB produce request or fetch answer
 
 
@@ -187,5 +189,28 @@ def scenarios() -> list[Scenario]:
             throttle_timed=True,
         ),
         held(client),
+    )
+    # connection_creation_rate 1/s on 127.0.0.2 (an address only these steps connect
+    # from), over a 10 s window: 10 new connections are answered, the 11th is recorded
+    # at ~11/s, throttled by ~1 s, left unanswered and then closed.
+    scenario(
+        "connections",
+        alter([("ip", SOURCE)], {"connection_creation_rate": 1.0}, compare=False),
+        describe([("ip", 0, SOURCE)], False, compare=False, settle=SETTLE),
+        *(
+            Step(
+                METADATA,
+                12,
+                {
+                    "topics": [],
+                    "allow_auto_topic_creation": False,
+                    "include_topic_authorized_operations": False,
+                },
+                source_address=SOURCE,
+                throttle_timed=True,
+                label=f"Metadata#{i}",
+            )
+            for i in range(11)
+        ),
     )
     return out
