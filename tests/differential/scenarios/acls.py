@@ -163,6 +163,11 @@ def cases() -> list[Case]:
     def step(key: int, version: int, fields: dict[str, Any]) -> Step:
         return Step(key, version, fields, user=USER)
 
+    def create_new(topic: str) -> Step:
+        """A validate-only CreateTopics of `<topic>-new` (TOPIC CREATE, or CLUSTER CREATE)."""
+        new = {"name": topic + "-new", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        return step(19, 7, {"topics": [new], "timeout_ms": 5000, "validate_only": True})
+
     offset_commit = {
         "generation_id_or_member_epoch": -1,
         "member_id": "",
@@ -212,44 +217,12 @@ def cases() -> list[Case]:
         ),
         (
             "create-topics",
-            lambda t, g, x: step(
-                19,
-                7,
-                {
-                    "topics": [
-                        {
-                            "name": t + "-new",
-                            "num_partitions": 1,
-                            "replication_factor": 1,
-                            "assignments": [],
-                            "configs": [],
-                        }
-                    ],
-                    "timeout_ms": 5000,
-                    "validate_only": True,
-                },
-            ),
+            lambda t, g, x: create_new(t),
             lambda t, g, x: [acl(TOPIC, t + "-new", CREATE)],
         ),
         (
             "create-topics-describe-only",
-            lambda t, g, x: step(
-                19,
-                7,
-                {
-                    "topics": [
-                        {
-                            "name": t + "-new",
-                            "num_partitions": 1,
-                            "replication_factor": 1,
-                            "assignments": [],
-                            "configs": [],
-                        }
-                    ],
-                    "timeout_ms": 5000,
-                    "validate_only": True,
-                },
-            ),
+            lambda t, g, x: create_new(t),
             lambda t, g, x: [acl(TOPIC, t + "-new", DESCRIBE_CONFIGS)],
         ),
         (
@@ -673,23 +646,7 @@ def cases() -> list[Case]:
         ),
         (
             "create-topics-cluster-grant",
-            lambda t, g, x: step(
-                19,
-                7,
-                {
-                    "topics": [
-                        {
-                            "name": t + "-new",
-                            "num_partitions": 1,
-                            "replication_factor": 1,
-                            "assignments": [],
-                            "configs": [],
-                        }
-                    ],
-                    "timeout_ms": 5000,
-                    "validate_only": True,
-                },
-            ),
+            lambda t, g, x: create_new(t),
             lambda t, g, x: [acl(CLUSTER, "kafka-cluster", CREATE)],
         ),
     ]
