@@ -26,6 +26,14 @@ own client id (fresh sensors) and starts with no quotas on either side (quotas.r
   connection_creation_rate; the throttled one is left unanswered and closed, and how
   long after it was opened is compared within the same tolerance plus Kafka's acceptor
   poll interval (runner.CLOSE_SLACK_MS).
+
+- precedence: several producer_byte_rate quotas at once on different entity levels (KIP-55:
+  user+client-id, user+default client-id, user, default user+client-id, default user+
+  default client-id, default user, client-id, default client-id; the plain connections
+  are User:ANONYMOUS). One level's quota clearly throttles a produce of ~1.1 kB (100 B/s:
+  ~1 s), the others clearly do not (1e9 B/s), so whether and how much each client id's
+  produce throttles shows which quota applies. The sensors of a quota applying to a
+  user alone are shared by client ids, so only one scenario uses such a quota.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.model import Scenario, Step
-from tests.differential.scenarios.quotas import SETTLE, alter, describe
+from tests.differential.scenarios.quotas import SETTLE, Entity, alter, describe
 from tests.differential.scenarios.records import batch, create, fetch, produce
 
 FAMILY = "throttling"
@@ -46,6 +54,24 @@ WINDOWS = {
 }
 SOURCE = "127.0.0.2"  # the local address of the connection-rate steps
 VALUE = b"q" * 1000  # one record of 1000 bytes: a ~1.1 kB produce request or fetch answer
+
+
+LOW, HIGH = 100.0, 1e9  # producer_byte_rate: one produce of ~1.1 kB throttles (~1 s) / not
+
+
+def quotas(*levels: tuple[Entity, float | None]) -> list[Step]:
+    """producer_byte_rate on each entity (None: removed), then waits until Kafka's broker
+    lists the last one as set (or removed)."""
+    steps = [alter(parts, {"producer_byte_rate": value}, compare=False) for parts, value in levels]
+    last = levels[-1][0]
+    exact = [(t, 1 if n is None else 0, n) for t, n in last]
+    return [*steps, describe(exact, True, compare=False, settle=SETTLE)]
+
+
+def send(topic: str, client_id: str, label: str, value: bytes = VALUE) -> Step:
+    return produce(
+        topic, batch([(None, value, 1_500_000_000_000)]), client_id=client_id, throttle_timed=True, label=label
+    )
 
 
 def quota(client_id: str, key: str, value: float) -> list[Step]:
@@ -212,5 +238,58 @@ def scenarios() -> list[Scenario]:
             )
             for i in range(11)
         ),
+    )
+    # Precedence among client-id quotas: a named client id's quota over the default one,
+    # which applies to every other client id.
+    topic = "throttling-precedence"
+    scenario(
+        "precedence-client",
+        *create(topic),
+        *quotas(([("client-id", None)], LOW), ([("client-id", "prec-client-a")], HIGH)),
+        send(topic, "prec-client-a", "Produce-named"),
+        send(topic, "prec-client-b", "Produce-default"),
+        held("prec-client-b"),
+    )
+    # A quota on one client id only: another client id has no quota and never throttles.
+    scenario(
+        "precedence-other-client",
+        *create(topic),
+        *quotas(([("client-id", "prec-other-a")], LOW),),
+        send(topic, "prec-other-b", "Produce-other"),
+        send(topic, "prec-other-a", "Produce-quota"),
+        held("prec-other-a"),
+    )
+    # The default user's quota over a named client id's (user levels come first).
+    scenario(
+        "precedence-user-default",
+        *create(topic),
+        *quotas(([("client-id", "prec-user-a")], HIGH), ([("user", None)], LOW)),
+        send(topic, "prec-user-a", "Produce-client"),
+        held("prec-user-a"),
+    )
+    # User ANONYMOUS with a named client id over ANONYMOUS with the default client id, over
+    # a named client id: the second client id falls to ANONYMOUS's default client id.
+    scenario(
+        "precedence-user-client",
+        *create(topic),
+        *quotas(
+            ([("client-id", "prec-uc-b")], HIGH),
+            ([("user", "ANONYMOUS"), ("client-id", None)], LOW),
+            ([("user", "ANONYMOUS"), ("client-id", "prec-uc-a")], HIGH),
+        ),
+        send(topic, "prec-uc-a", "Produce-user-client"),
+        send(topic, "prec-uc-b", "Produce-user-default-client"),
+        held("prec-uc-b"),
+    )
+    # The named client id's quota removed: the default client id's applies again, to the
+    # same sensor, whose first small produce counts too: ~1.35 kB at 100 B/s, ~3.5 s.
+    scenario(
+        "precedence-removed",
+        *create(topic),
+        *quotas(([("client-id", None)], LOW), ([("client-id", "prec-removed")], HIGH)),
+        send(topic, "prec-removed", "Produce-named", b"q" * 100),
+        *quotas(([("client-id", "prec-removed")], None),),
+        send(topic, "prec-removed", "Produce-default"),
+        held("prec-removed"),
     )
     return out
