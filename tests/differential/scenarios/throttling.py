@@ -51,6 +51,7 @@ WINDOWS = {
     "quota.window.size.seconds": "10",
     "controller.quota.window.num": "2",
     "controller.quota.window.size.seconds": "10",
+    "sasl.enabled.mechanisms": "PLAIN",  # a SASL listener: steps as user alice (runner.SASL_USERS)
 }
 SOURCE = "127.0.0.2"  # the local address of the connection-rate steps
 VALUE = b"q" * 1000  # one record of 1000 bytes: a ~1.1 kB produce request or fetch answer
@@ -68,9 +69,14 @@ def quotas(*levels: tuple[Entity, float | None]) -> list[Step]:
     return [*steps, describe(exact, True, compare=False, settle=SETTLE)]
 
 
-def send(topic: str, client_id: str, label: str, value: bytes = VALUE) -> Step:
+def send(topic: str, client_id: str, label: str, value: bytes = VALUE, user: str = "") -> Step:
     return produce(
-        topic, batch([(None, value, 1_500_000_000_000)]), client_id=client_id, throttle_timed=True, label=label
+        topic,
+        batch([(None, value, 1_500_000_000_000)]),
+        client_id=client_id,
+        throttle_timed=True,
+        label=label,
+        user=user,
     )
 
 
@@ -82,7 +88,7 @@ def quota(client_id: str, key: str, value: float) -> list[Step]:
     ]
 
 
-def held(client_id: str, label: str = "Metadata-held") -> Step:
+def held(client_id: str, label: str = "Metadata-held", user: str = "") -> Step:
     """A request no quota of the scenario meters: its answer shows only the mute."""
     return Step(
         METADATA,
@@ -91,6 +97,7 @@ def held(client_id: str, label: str = "Metadata-held") -> Step:
         client_id=client_id,
         throttle_timed=True,
         label=label,
+        user=user,
     )
 
 
@@ -266,6 +273,17 @@ def scenarios() -> list[Scenario]:
         *quotas(([("client-id", "prec-user-a")], HIGH), ([("user", None)], LOW)),
         send(topic, "prec-user-a", "Produce-client"),
         held("prec-user-a"),
+    )
+    # A named user's quota over a client id's, and on that user only: the same client id
+    # throttles as alice (SASL/PLAIN), not as ANONYMOUS. (No default user quota here: its
+    # sensor, ANONYMOUS's, would carry these bytes into precedence-user-default.)
+    scenario(
+        "precedence-user",
+        *create(topic),
+        *quotas(([("client-id", "prec-named-user")], HIGH), ([("user", "alice")], LOW)),
+        send(topic, "prec-named-user", "Produce-anonymous"),
+        send(topic, "prec-named-user", "Produce-alice", user="alice"),
+        held("prec-named-user", user="alice"),
     )
     # User ANONYMOUS with a named client id over ANONYMOUS with the default client id, over
     # a named client id: the second client id falls to ANONYMOUS's default client id.
