@@ -30,10 +30,11 @@ own client id (fresh sensors) and starts with no quotas on either side (quotas.r
 - precedence: several producer_byte_rate quotas at once on different entity levels (KIP-55:
   user+client-id, user+default client-id, user, default user+client-id, default user+
   default client-id, default user, client-id, default client-id; the plain connections
-  are User:ANONYMOUS). One level's quota clearly throttles a produce of ~1.1 kB (100 B/s:
+  are User:ANONYMOUS; the layout's SASL listener gives User:alice). One level's quota clearly throttles a produce of ~1.1 kB (100 B/s:
   ~1 s), the others clearly do not (1e9 B/s), so whether and how much each client id's
-  produce throttles shows which quota applies. The sensors of a quota applying to a
-  user alone are shared by client ids, so only one scenario uses such a quota.
+  produce throttles shows which quota applies. The sensor of a quota on a user alone
+  (or the default user) is that user's, shared by all its client ids, so only one
+  scenario uses such a quota for each user.
 """
 
 from __future__ import annotations
