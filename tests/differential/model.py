@@ -28,6 +28,10 @@ class Step:
     # cache catches up): a step marked `settle` is repeated on the reference, for up to
     # this many seconds, until its normalised answer equals the mock's.
     settle: float = 0.0
+    # an eventual state each broker reaches on its own schedule (a log cleaner's result):
+    # the step is repeated on EACH side, for up to `settle` seconds, until this holds of
+    # its normalised answer; then the two answers are compared
+    until: Callable[[Any], bool] | None = None
     # throttle_time_ms compared as "0" or ">0" only (timing-dependent under quotas)
     throttle_positive_only: bool = False
     # throttle_time_ms compared as zero or not exactly, and its value within a tolerance

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -397,8 +398,16 @@ def run_scenario(
             else:
                 mine = mock.answer_tree(step)
                 theirs = reference.answer_tree(step)
+            if step.until is not None:
+                mine = poll_until(partial(mock.answer_tree, step), mine, step.until, step.settle)
+                theirs = poll_until(partial(reference.answer_tree, step), theirs, step.until, step.settle)
             deadline = time.monotonic() + step.settle
-            while step.settle and time.monotonic() < deadline and unexplained(scenario, step, theirs, mine, explained):
+            while (
+                step.settle
+                and step.until is None
+                and time.monotonic() < deadline
+                and unexplained(scenario, step, theirs, mine, explained)
+            ):
                 time.sleep(0.1)
                 theirs = reference.answer_tree(step)
             if step.throttle_timed:
@@ -456,6 +465,20 @@ def run(
                 for difference in report.differences[before:]:
                     out(render(difference))
     return report
+
+
+def poll_until(
+    ask: Callable[[], Any], first: Any, until: Callable[[Any], bool], seconds: float, pause: float = 0.1
+) -> Any:
+    """`first`, or the answer `ask` gives again (every `pause` seconds, for up to
+    `seconds`) until `until` holds of it: the last answer either way, so a side that never
+    gets there is compared as it stands."""
+    answer = first
+    deadline = time.monotonic() + seconds
+    while not until(answer) and time.monotonic() < deadline:
+        time.sleep(pause)
+        answer = ask()
+    return answer
 
 
 def timed(theirs: Any, mine: Any, reference: Timing, mock: Timing) -> tuple[Any, Any]:
