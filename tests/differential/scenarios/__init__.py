@@ -5,7 +5,17 @@ from __future__ import annotations
 
 from tests.differential.model import Scenario
 from tests.differential.runner import Reset
-from tests.differential.scenarios import acls, apis, configs, groups, quotas, records, throttling, topics
+from tests.differential.scenarios import (
+    acls,
+    apis,
+    compaction,
+    configs,
+    groups,
+    quotas,
+    records,
+    throttling,
+    topics,
+)
 
 
 def all_scenarios() -> list[Scenario]:
@@ -18,6 +28,7 @@ def all_scenarios() -> list[Scenario]:
         *records.scenarios(),
         *acls.scenarios(),
         *throttling.scenarios(),
+        *compaction.scenarios(),
     ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}
