@@ -58,44 +58,44 @@ RecordError = PartitionResult.BatchIndexAndErrorMessage
 
 def _append(
     ctx: RequestContext, topic: Topic, partition: Partition, records: bytes | None, max_batch_bytes: int
-) -> tuple[int, int, str | None, int, list[Any]]:
+) -> tuple[int, int, str | None, int, list[Any], int]:
     """(error code, base offset, error message, log append time or -1, KIP-467 record
-    errors) for one partition's records."""
+    errors, log start offset) for one partition's records. As Kafka, refusals before the
+    log (ProduceRequest.validateRecords, the size check) carry log start offset -1 and
+    no message; the log's own (LogValidator, producer state) carry its log start offset."""
+    log = partition.log
     if records is None:
-        return ErrorCode.INVALID_RECORD, -1, "records are null", -1, []
+        return ErrorCode.INVALID_RECORD, -1, None, -1, [], -1
     try:
-        batches = split_batches(records)
+        batches = split_batches(records, client=True)
     except InvalidRecords as exc:
-        return (ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD), -1, str(exc), -1, []
+        code = ErrorCode.CORRUPT_MESSAGE if exc.corrupt else ErrorCode.INVALID_RECORD
+        return code, -1, str(exc) if exc.sent else None, -1, [], log.log_start_offset if exc.validator else -1
     record_count = 0
     for batch in batches:
         record_count += batch.record_count
         if batch.size > max_batch_bytes:
-            return (
-                ErrorCode.MESSAGE_TOO_LARGE,
-                -1,
-                f"batch of {batch.size} bytes exceeds max.message.bytes={max_batch_bytes}",
-                -1,
-                [],
-            )
+            return ErrorCode.MESSAGE_TOO_LARGE, -1, None, -1, [], -1
     first = batches[0]
     if first.attributes & (CONTROL_FLAG | TRANSACTIONAL_FLAG):
         refused_txn = _transactional_error(ctx, topic, partition, first)
         if refused_txn is not None:
-            return refused_txn[0], -1, refused_txn[1], -1, []
-    log = partition.log
+            return refused_txn[0], -1, refused_txn[1], -1, [], log.log_start_offset
     if log.compaction is not None:
         refused = _keyless_records(topic, partition, batches)
         if refused is not None:
-            return ErrorCode.INVALID_RECORD, -1, refused[0], -1, refused[1]
+            return ErrorCode.INVALID_RECORD, -1, refused[0], -1, refused[1], log.log_start_offset
     # message.timestamp.type=LogAppendTime: the produce response's log_append_time_ms
     append_time = int(time.time() * 1000) if log.log_append_time else -1
     try:
         base_offset = log.append(batches, partition.leader_epoch, append_time)
     except SequenceError as exc:
-        return exc.code, -1, str(exc), -1, []
+        return exc.code, -1, None, -1, [], log.log_start_offset  # Kafka: no message
+    if log.duplicate_timestamp is not None:
+        # UnifiedLog: a duplicate is answered with the original's offset and timestamp
+        return ErrorCode.NONE, base_offset, None, log.duplicate_timestamp, [], log.log_start_offset
     ctx.record_count = (ctx.record_count or 0) + record_count
-    return ErrorCode.NONE, base_offset, None, append_time, []
+    return ErrorCode.NONE, base_offset, None, append_time, [], log.log_start_offset
 
 
 def _transactional_error(
@@ -161,7 +161,7 @@ def _keyless_records(
         except UndecodableBatch as exc:
             return f"records of {where} cannot be decoded: {exc}", []
         if keyless:
-            text = f"Compacted topic cannot accept message without key in topic partition {where}."
+            text = f"Compacted topic cannot accept message without key in topic partition {where}"
             shown = ", ".join(f"RecordError(batchIndex={index}, message='{text}')" for index in keyless[:3])
             message = (
                 f"One or more records have been rejected due to {len(keyless)} record errors in total, "
@@ -219,7 +219,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         max_batch_bytes = _max_batch_bytes(ctx, topic)
         results = []
         for data in topic_data.partition_data:
-            error, base_offset, message, append_time = topic_error, -1, None, -1
+            error, base_offset, message, append_time, log_start = topic_error, -1, None, -1, -1
             record_errors: list[Any] = []
             partition = None
             if acks not in (-1, 0, 1):
@@ -233,13 +233,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 if error:
                     partition = None
             if partition is not None and topic is not None:
-                error, base_offset, message, append_time, record_errors = _append(
+                error, base_offset, message, append_time, record_errors, log_start = _append(
                     ctx, topic, partition, data.records, max_batch_bytes
                 )
             if error != ErrorCode.NONE:
                 failed = True
                 ctx.count_error(error)
-            log_start = partition.log.log_start_offset if partition is not None else -1
             if error == ErrorCode.NOT_LEADER_OR_FOLLOWER and topic is not None and ctx.api_version >= 10:
                 leader = topic.partitions[data.index]
                 leaders.add(leader.leader)

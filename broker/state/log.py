@@ -125,8 +125,10 @@ class ProducerState:
     """What the partition knows of one producer (Kafka's ProducerStateEntry)."""
 
     epoch: int
-    # (first sequence, last sequence, base offset) of the most recent batches
-    recent: deque[tuple[int, int, int]] = field(default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE))
+    # (first sequence, last sequence, base offset, max timestamp) of the most recent batches
+    recent: deque[tuple[int, int, int, int]] = field(
+        default_factory=lambda: deque(maxlen=PRODUCER_BATCH_CACHE)
+    )
     last_timestamp: int = NO_TIMESTAMP
     coordinator_epoch: int = -1  # of the last marker written for it
 
@@ -145,6 +147,9 @@ class PartitionLog:
         # Both are set by the config layer (DynamicConfigs.apply_retention).
         self.retention_ms = retention_ms
         self.log_append_time = False
+        # After append: the original batch's timestamp when the batches were a duplicate
+        # (Kafka answers a retry with it as the log append time), else None.
+        self.duplicate_timestamp: int | None = None
         # cleanup.policy=compact: the cleaner's settings (None: not compacted), the
         # cleaner's checkpoint, and the active segment, which is never cleaned.
         self.compaction: CompactionConfig | None = None
@@ -268,9 +273,11 @@ class PartitionLog:
         Idempotent batches are checked first: a retry of one of the producer's last five
         batches returns its original offset without appending (as Kafka does).
         """
+        self.duplicate_timestamp = None
         duplicate = self._check_sequences(batches)
         if duplicate is not None:
-            return duplicate
+            self.duplicate_timestamp = duplicate[1]
+            return duplicate[0]
         if append_time_ms >= 0:
             for batch in batches:
                 set_log_append_time(batch, append_time_ms)
@@ -293,7 +300,12 @@ class PartitionLog:
                 if batch.attributes & CONTROL_FLAG:
                     continue  # a marker: append_marker ends the transaction; sequences go on
                 state.recent.append(
-                    (batch.base_sequence, batch.base_sequence + batch.last_offset_delta, base)
+                    (
+                        batch.base_sequence,
+                        batch.base_sequence + batch.last_offset_delta,
+                        base,
+                        batch.max_timestamp,
+                    )
                 )
                 if batch.attributes & TRANSACTIONAL_FLAG:
                     self._ongoing.setdefault(batch.producer_id, base)
@@ -422,17 +434,15 @@ class PartitionLog:
         self._time_stamps, self._time_offsets, self._time_indexed_to = [], [], 0
         return removed
 
-    def _check_sequences(self, batches: list[BatchInfo]) -> int | None:
+    def _check_sequences(self, batches: list[BatchInfo]) -> tuple[int, int] | None:
+        """ProducerAppendInfo.checkSequence: None to append, or the (base offset,
+        timestamp) of the batch these duplicate. A producer id the partition has no
+        state for may start at any sequence; a new epoch of a known one at 0."""
         batch = batches[0]
         if batch.producer_id < 0 or batch.base_sequence < 0:
             return None
         state = self._producers.get(batch.producer_id)
         if state is None:
-            if batch.base_sequence != 0:
-                raise SequenceError(
-                    ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
-                    f"unknown producer {batch.producer_id} at sequence {batch.base_sequence}",
-                )
             return None
         if batch.producer_epoch < state.epoch:
             raise SequenceError(
@@ -446,15 +456,11 @@ class PartitionLog:
                 )
             return None
         last_sequence = batch.base_sequence + batch.last_offset_delta
-        for first_seq, last_seq, base_offset in state.recent:
+        for first_seq, last_seq, base_offset, timestamp in state.recent:
             if first_seq == batch.base_sequence and last_seq == last_sequence:
-                return base_offset
+                return base_offset, timestamp
         expected = (state.recent[-1][1] + 1) & 0x7FFFFFFF if state.recent else 0
         if batch.base_sequence != expected:
-            if state.recent and batch.base_sequence < state.recent[0][0]:
-                raise SequenceError(
-                    ErrorCode.DUPLICATE_SEQUENCE_NUMBER, f"sequence {batch.base_sequence} is an old duplicate"
-                )
             raise SequenceError(
                 ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
                 f"expected sequence {expected}, got {batch.base_sequence}",

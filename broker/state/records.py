@@ -20,6 +20,8 @@ from kafka.record.default_records import DefaultRecord, DefaultRecordBatch, Defa
 BATCH_HEADER_SIZE = 61
 _LENGTH_OFFSET = 8  # baseOffset int64, then batchLength int32
 _MAGIC_OFFSET = 16
+_LENGTH = struct.Struct(">i")
+_MIN_V0_OVERHEAD = 14  # Kafka LegacyRecord.RECORD_OVERHEAD_V0
 _CRC_OFFSET = 17
 _ATTRIBUTES_OFFSET = 21  # the CRC covers attributes..end
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -42,9 +44,13 @@ class UndecodableBatch(Exception):
 class InvalidRecords(Exception):
     """The produced bytes are not well-formed v2 batches (Kafka: CORRUPT_MESSAGE / INVALID_RECORD)."""
 
-    def __init__(self, message: str, corrupt: bool = True) -> None:
+    def __init__(
+        self, message: str, corrupt: bool = True, sent: bool = False, validator: bool = False
+    ) -> None:
         super().__init__(message)
         self.corrupt = corrupt
+        self.validator = validator  # LogValidator's (the answer keeps the log start offset)
+        self.sent = sent  # Kafka answers with this message (else with none)
 
 
 @dataclass(slots=True)
@@ -65,22 +71,43 @@ class BatchInfo:
         return len(self.data)
 
 
-def split_batches(records: bytes) -> list[BatchInfo]:
-    """Validates and splits a produce request's records into batches (no copy)."""
+def split_batches(records: bytes, client: bool = False) -> list[BatchInfo]:
+    """Validates and splits records into batches (no copy), as Kafka's
+    ByteBufferLogInputStream reads them: an incomplete batch at the end is not a batch
+    (the ones before it are kept); a size below the v0 overhead or a magic above 2 is
+    corrupt. With `client` (a produce request), ProduceRequest.validateRecords and
+    LogValidator's header checks apply too: at least one batch, magic 2, base offset 0,
+    and a sequence wherever there is a producer id (INVALID_RECORD)."""
     view = memoryview(records)
     total = len(view)
-    if total == 0:
-        raise InvalidRecords("empty record set", corrupt=False)
     batches: list[BatchInfo] = []
     pos = 0
-    while pos < total:
-        if total - pos < BATCH_HEADER_SIZE:
-            raise InvalidRecords("truncated record batch header")
+    while total - pos >= 12:
+        length = _LENGTH.unpack_from(view, pos + _LENGTH_OFFSET)[0]
+        if length < _MIN_V0_OVERHEAD:
+            raise InvalidRecords(
+                f"Record size {length} is less than the minimum record overhead ({_MIN_V0_OVERHEAD})",
+                sent=True,
+            )
+        if total - pos < _MAGIC_OFFSET + 1:
+            break
+        magic = view[pos + _MAGIC_OFFSET]
+        if magic > 2:  # a signed byte: > 127 is negative
+            raise InvalidRecords(
+                f"Invalid magic found in record: {magic if magic < 128 else magic - 256}", sent=True
+            )
+        end = pos + 12 + length
+        if end > total:
+            break
+        if magic != 2:
+            raise InvalidRecords(f"unsupported magic {magic}", corrupt=False)
+        if length < BATCH_HEADER_SIZE - 12:
+            raise InvalidRecords("record batch length out of range")
         (
-            _base,
-            length,
+            base,
+            _length,
             _epoch,
-            magic,
+            _magic,
             crc,
             attributes,
             last_delta,
@@ -91,15 +118,12 @@ def split_batches(records: bytes) -> list[BatchInfo]:
             base_sequence,
             count,
         ) = _HEADER.unpack_from(view, pos)
-        end = pos + 12 + length
-        if magic != 2:
-            raise InvalidRecords(f"unsupported magic {magic}", corrupt=False)
-        if length < BATCH_HEADER_SIZE - 12 or end > total:
-            raise InvalidRecords("record batch length out of range")
         if crc32c(view[pos + _ATTRIBUTES_OFFSET : end]) != crc:
             raise InvalidRecords("record batch CRC mismatch")
         if count < 0 or last_delta < 0:
             raise InvalidRecords("negative record count")
+        if client and (base != 0 or (producer_id >= 0 and base_sequence < 0)):
+            raise InvalidRecords("invalid base offset or sequence", corrupt=False, validator=True)
         batches.append(
             BatchInfo(
                 view[pos:end],
@@ -113,6 +137,8 @@ def split_batches(records: bytes) -> list[BatchInfo]:
             )
         )
         pos = end
+    if not batches:
+        raise InvalidRecords("no record batch", corrupt=False)
     return batches
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+from crc32c import crc32c
 from kafka import KafkaAdminClient
 from kafka.protocol.admin import CreateTopicsRequest, CreateTopicsResponse
 from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
@@ -50,6 +51,7 @@ INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 OUT_OF_ORDER_SEQUENCE_NUMBER = 45
 FETCH_SESSION_ID_NOT_FOUND = 70
+INVALID_RECORD = 87
 
 # ListOffsets special timestamps
 LATEST = -1
@@ -730,12 +732,54 @@ def test_idempotent_duplicate_and_gap(cluster: MockCluster) -> None:
         assert (send([b"e"], 4).error_code, list_offset(wire, "idem", LATEST).offset) == (NONE, 5)
 
 
-def test_idempotent_first_batch_must_start_at_zero(cluster: MockCluster) -> None:
+def test_idempotent_first_batch_may_start_anywhere(cluster: MockCluster) -> None:
+    # Kafka's ProducerAppendInfo: a producer id the partition has no state for may start
+    # at any sequence; the next batch must follow it, and a retry is answered with the
+    # original's offset and timestamp as its log-append time.
     cluster.create_topic("idem")
     with Wire(broker_address(cluster)) as wire:
         producer_id, epoch = init_producer_id(wire)
-        batch = make_batch([b"x"], producer_id=producer_id, producer_epoch=epoch, base_sequence=7)
-        assert produce(wire, "idem", batch).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+
+        def send(sequence: int) -> Any:
+            batch = make_batch([b"x"], producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence)
+            return produce(wire, "idem", batch)
+
+        first = send(7)
+        assert (first.error_code, first.base_offset, first.log_append_time_ms) == (NONE, 0, -1)
+        assert send(0).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+        assert (send(8).error_code, list_offset(wire, "idem", LATEST).offset) == (NONE, 2)
+        retry = send(7)
+        assert (retry.error_code, retry.base_offset) == (NONE, 0)
+        assert retry.log_append_time_ms > 0  # the original batch's timestamp
+        assert list_offset(wire, "idem", LATEST).offset == 2
+
+
+def test_malformed_batches_answered_as_kafka(cluster: MockCluster) -> None:
+    # What no client sends: ProduceRequest.validateRecords and LogValidator's answers.
+    cluster.create_topic("malformed")
+    good = make_batch([b"a", b"b"])
+    with Wire(broker_address(cluster)) as wire:
+        for records in (
+            good[:-5],  # the batch length runs past the records: no whole batch
+            good[:8] + (len(good) + 50).to_bytes(4, "big") + good[12:],
+            (7).to_bytes(8, "big") + good[8:],  # a base offset other than 0
+        ):
+            result = produce(wire, "malformed", records)
+            assert (result.error_code, result.error_message) == (INVALID_RECORD, None)
+        bad_magic = bytearray(good)
+        bad_magic[16] = 3
+        result = produce(wire, "malformed", bytes(bad_magic))
+        assert (result.error_code, result.log_start_offset) == (CORRUPT_MESSAGE, -1)
+        assert result.error_message == "Invalid magic found in record: 3"
+        no_sequence = bytearray(make_batch([b"x"], producer_id=5, producer_epoch=0, base_sequence=0))
+        no_sequence[53:57] = (-1).to_bytes(4, "big", signed=True)  # baseSequence, then the CRC again
+        no_sequence[17:21] = crc32c(bytes(no_sequence[21:])).to_bytes(4, "big")
+        assert produce(wire, "malformed", bytes(no_sequence)).error_code == INVALID_RECORD
+        assert list_offset(wire, "malformed", LATEST).offset == 0
+        # Bytes after the last whole batch are ignored: the batch before is appended.
+        result = produce(wire, "malformed", good + b"\x00\x01\x02")
+        assert (result.error_code, result.base_offset) == (NONE, 0)
+        assert list_offset(wire, "malformed", LATEST).offset == 2
 
 
 # -- metadata ---------------------------------------------------------------------------

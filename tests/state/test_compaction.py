@@ -87,7 +87,7 @@ def test_keyless_records_are_refused_with_record_errors(sync_cluster: MockCluste
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         response = round_trip(sock, request, 1, "raw")
     partition = response.responses[0].partition_responses[0]
-    text = "Compacted topic cannot accept message without key in topic partition keys-only-0."
+    text = "Compacted topic cannot accept message without key in topic partition keys-only-0"
     assert partition.error_code == KafkaError.INVALID_RECORD
     assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
         (1, text),

@@ -53,10 +53,25 @@ def test_corrupt_and_invalid_batches_rejected() -> None:
     good[-1] ^= 0xFF
     with pytest.raises(InvalidRecords, match="CRC"):
         split_batches(bytes(good))
-    with pytest.raises(InvalidRecords, match="truncated"):
-        split_batches(batch(1)[:30])
-    with pytest.raises(InvalidRecords, match="length"):
-        split_batches(batch(1) + batch(1, payload=b"abc")[:-1])
+    # As Kafka's ByteBufferLogInputStream: an incomplete batch is no batch; with none
+    # left the records are invalid, otherwise the whole batches before it are kept
+    with pytest.raises(InvalidRecords, match="no record batch") as none:
+        split_batches(batch(1)[:30], client=True)
+    assert not none.value.corrupt
+    assert len(split_batches(batch(1) + batch(1, payload=b"abc")[:-1], client=True)) == 1
+    assert len(split_batches(batch(1) + b"\x00\x01\x02", client=True)) == 1
+    magic_3 = bytearray(batch(1))
+    magic_3[16] = 3
+    with pytest.raises(InvalidRecords, match="^Invalid magic found in record: 3$") as corrupt:
+        split_batches(bytes(magic_3), client=True)
+    assert corrupt.value.corrupt and corrupt.value.sent
+    # LogValidator: a client's batch starts at offset 0 and has a sequence with its producer id
+    with pytest.raises(InvalidRecords) as based:
+        split_batches(struct.pack(">q", 7) + batch(1)[8:], client=True)
+    assert based.value.validator and not based.value.corrupt
+    with pytest.raises(InvalidRecords):
+        split_batches(batch(1, producer_id=5, epoch=0, sequence=-1), client=True)
+    assert len(split_batches(batch(1, producer_id=5, epoch=0, sequence=-1))) == 1  # a marker's
     old_magic = bytearray(batch(1))
     old_magic[16] = 1
     with pytest.raises(InvalidRecords, match="magic") as info:
@@ -76,18 +91,22 @@ def test_retention_bytes_trims_oldest_batches() -> None:
 
 def test_idempotent_sequences() -> None:
     log = PartitionLog()
-    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=0))) == 0
-    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=5))) == 5
-    # a retry of a recent batch returns its original offset and appends nothing
-    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=0))) == 0
-    assert log.log_end_offset == 10
+    # a producer id the partition has no state for may start at any sequence (Kafka)
+    assert log.append(split_batches(batch(5, producer_id=8, epoch=0, sequence=42))) == 0
+    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=0))) == 5
+    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=5))) == 10
+    assert log.duplicate_timestamp is None
+    # a retry of a recent batch returns its original offset and timestamp, appends nothing
+    assert log.append(split_batches(batch(5, producer_id=9, epoch=0, sequence=0))) == 5
+    assert log.duplicate_timestamp == 2000
+    assert log.log_end_offset == 15
     with pytest.raises(SequenceError) as gap:
         log.append(split_batches(batch(1, producer_id=9, epoch=0, sequence=20)))
     assert gap.value.code == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
     with pytest.raises(SequenceError) as new_epoch_gap:
         log.append(split_batches(batch(1, producer_id=9, epoch=1, sequence=3)))
     assert new_epoch_gap.value.code == 45  # a new epoch starts at sequence 0
-    assert log.append(split_batches(batch(1, producer_id=9, epoch=1, sequence=0))) == 10
+    assert log.append(split_batches(batch(1, producer_id=9, epoch=1, sequence=0))) == 15
     with pytest.raises(SequenceError) as stale:
         log.append(split_batches(batch(1, producer_id=9, epoch=0, sequence=10)))
     assert stale.value.code == 47  # INVALID_PRODUCER_EPOCH
