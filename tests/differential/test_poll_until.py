@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from messages.registry import response_class
+from tests.differential.normalise import normalise, tree
 from tests.differential.runner import poll_until
 from tests.differential.scenarios import all_scenarios
 from tests.differential.scenarios.compaction import offsets_in, offsets_of
+from tests.differential.scenarios.records import batch
 
 
 def answers(*values: int) -> Iterator[int]:
@@ -48,6 +51,18 @@ def fetched(*batches: list[int]) -> dict[str, object]:
             }
         ]
     }
+
+
+def test_compacted_shapes_are_read_from_a_normalised_fetch() -> None:
+    Fetch = response_class(1)[12]
+    Topic = Fetch.fields["responses"].data_class
+    Partition = Topic.fields["partitions"].data_class
+    data = batch([(b"k", b"v", 0), (b"k", None, 1)])
+    partition = Partition(partition_index=0, error_code=0, high_watermark=2, records=data)
+    answer = Fetch(
+        throttle_time_ms=0, error_code=0, session_id=0, responses=[Topic(topic="t", partitions=[partition])]
+    )
+    assert offsets_of(normalise(tree(answer, 12))) == [0, 1]
 
 
 def test_compacted_shapes_are_read_from_the_fetched_batches() -> None:

@@ -40,7 +40,7 @@ from tests.differential.scenarios.records import (
 FAMILY = "compaction"
 CLEANED = 20.0  # seconds each side has to reach a compacted shape
 T0 = 1_500_000_000_000
-LAYOUT = {"log.cleaner.backoff.ms": "100"}
+LAYOUT = {"log.cleaner.backoff.ms": "100", "log.initial.task.delay.ms": "0"}
 
 
 def configs(delete_retention_ms: int) -> dict[str, str]:
@@ -60,10 +60,17 @@ def rec(key: str, value: str | None, second: int) -> Record:
 def offsets_of(answer: Any) -> list[int] | None:
     """The record offsets a fetch of one partition returned, in order (None: no records)."""
     try:
-        partition = answer["responses"][0]["partitions"][0]
+        partition = only(only(answer["responses"])["partitions"])
         return [r["offset"] for b in partition["records"] for r in b["records"]]
-    except (KeyError, IndexError, TypeError):
+    except (KeyError, IndexError, TypeError, ValueError):
         return None
+
+
+def only(items: Any) -> Any:
+    """The one element of a normalised array: a list, or a dict keyed by its identifying
+    field (normalise.Keyed)."""
+    (item,) = items.values() if isinstance(items, dict) else items
+    return item
 
 
 def offsets_in(*shapes: Sequence[int]) -> Callable[[Any], bool]:
