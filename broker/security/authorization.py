@@ -185,7 +185,10 @@ def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
         if not access.allows(operation, GROUP, group_of(request)):
-            return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            refused = error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+            if refused is not None and ctx.api_key == ApiKey.JOIN_GROUP and ctx.api_version >= 7:
+                refused.protocol_name = None  # nullable from v7: Kafka's refusal names none
+            return refused
         return call(ctx, request)
 
     return check
@@ -385,13 +388,21 @@ def _elect_leaders(access: Access, ctx: RequestContext, request: Any, call: Hand
 def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
     if access.allows_cluster(Operation.CREATE):
         return call(ctx, request)
-    return _refuse_entries(
+    refused = _refuse_entries(
         ctx,
         request,
         call,
         lambda topic: not access.allows(Operation.CREATE, TOPIC, topic.name),
         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     )
+    return _after(refused, _create_topics_refusal_messages)
+
+
+def _create_topics_refusal_messages(response: Any) -> None:
+    """Kafka's ControllerApis answers a topic it may not create with ApiError's message."""
+    for topic in response.topics:
+        if topic.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and not topic.error_message:
+            topic.error_message = "Authorization failed."
 
 
 def _init_producer_id(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:

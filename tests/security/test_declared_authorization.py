@@ -11,6 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from broker import MockCluster
 from broker.handlers import HANDLERS
@@ -166,3 +168,36 @@ def test_a_refused_topic_deletion_says_why(secured: MockCluster, version: int) -
         "Topic authorization failed.",
     )
     assert topic in secured.state.topics  # nothing was deleted
+
+
+def test_a_refused_topic_creation_says_why(secured: MockCluster) -> None:
+    """CreateTopics answers a topic the principal may not create with Kafka's message."""
+    admin = AdminClient({"bootstrap.servers": secured.bootstrap_servers})
+    future = admin.create_topics([NewTopic("refused-new", num_partitions=1, replication_factor=1)])[
+        "refused-new"
+    ]
+    with pytest.raises(KafkaException) as refused:
+        future.result(timeout=30)
+    error = refused.value.args[0]
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert error.str() == "Authorization failed."
+
+
+def test_a_refused_join_names_no_protocol(secured: MockCluster) -> None:
+    """A refused JoinGroup (v7+, where the protocol name is nullable) names none, as Kafka."""
+    host, port = secured.bootstrap_servers.split(",")[0].rsplit(":", 1)
+    Join = request_class(ApiKey.JOIN_GROUP)[9]
+    join = Join(
+        group_id="refused-group",
+        session_timeout_ms=30000,
+        rebalance_timeout_ms=30000,
+        member_id="",
+        group_instance_id=None,
+        protocol_type="consumer",
+        protocols=[Join.JoinGroupRequestProtocol(name="range", metadata=b"")],
+        reason=None,
+    )
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        response = round_trip(sock, join, 1, "no-acls")
+    body = response[1] if isinstance(response, tuple) else response
+    assert (body.error_code, body.protocol_name) == (GROUP, None)
