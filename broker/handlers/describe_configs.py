@@ -14,6 +14,8 @@ from kafka.protocol.admin import DescribeConfigsResponse
 
 from broker.config.broker_config import (
     DEFAULTS,
+    KAFKA_LOG_DEFAULTS,
+    LOG_DEFAULTS,
     BrokerConfigView,
     config_type,
     is_read_only,
@@ -108,17 +110,22 @@ def _topic_configs(view: BrokerConfigView, request: Any, overrides: dict[str, st
     return entries
 
 
+_NULL_LOG_DEFAULTS = tuple(name for name in LOG_DEFAULTS if KAFKA_LOG_DEFAULTS.get(name, "") is None)
+
+
 def _broker_configs(view: BrokerConfigView, request: Any) -> list[Any]:
     """Every known config, then every other key set on this broker (static or dynamic)."""
     names = list(DEFAULTS) + sorted(key for key in view.values if key not in DEFAULTS)
+    # Kafka's log.* keys with a null default, unset: described as such (a default, no value)
+    names += [name for name in _NULL_LOG_DEFAULTS if name not in view.values]
     return [
         _entry(
             request,
             name,
             view.synonyms(name),
-            config_type(name),
+            config_type(name) or (LOG_DEFAULTS[name][1] if name in LOG_DEFAULTS else None),
             DEFAULTS[name][2] if name in DEFAULTS else None,
-            read_only=name not in DEFAULTS or is_read_only(name),
+            read_only=(name not in DEFAULTS and name not in LOG_DEFAULTS) or is_read_only(name),
         )
         for name in names
     ]

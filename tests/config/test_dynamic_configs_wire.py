@@ -590,3 +590,18 @@ def test_kafka_python_incremental_ops(admin: KafkaAdminClient) -> None:
         "broker": {"0": "OK"}
     }
     assert kp_describe(admin, "0")[mechanisms]["config_source"] == "DEFAULT_CONFIG"
+
+
+def test_unset_log_retention_ms_is_described_as_a_null_default(admin: KafkaAdminClient) -> None:
+    """Asked for by name, as Kafka: a default (source 5) with no value, typed LONG, not read-only."""
+    request = DescribeConfigsRequest(resources=[(BROKER, "0", ["log.retention.ms"])], include_synonyms=False)
+    [result] = send(admin, request).results
+    [config] = result.configs
+    assert (config.name, config.value, config.read_only, config.config_source, config.is_sensitive) == (
+        "log.retention.ms",
+        None,
+        False,
+        5,
+        False,
+    )
+    assert config.config_type == 5  # LONG
