@@ -209,7 +209,15 @@ class ReferenceKafka:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(node.dir / "data"),
             **self.config,
+            **self.own_config(node),
         }
+
+    def own_config(self, node: _Node) -> dict[str, str]:
+        """What differs per node: a `broker.rack` list ("r0,r1,r2", MockCluster's form of
+        one rack per broker) gives each node its own entry, as each Kafka broker's
+        server.properties names its own rack."""
+        racks = self.config.get("broker.rack", "").split(",")
+        return {"broker.rack": racks[node.node_id]} if len(racks) == self.size > 1 else {}
 
     def start(self) -> ReferenceKafka:
         began = time.monotonic()

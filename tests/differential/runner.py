@@ -15,6 +15,7 @@ prints every difference with its request and ends with the line
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -361,14 +362,19 @@ def warm_up(pair: Pair) -> None:
             lambda a: 0 if a.error_code not in (14, 15, 16) else int(a.error_code),
         )
     )
+    # with several brokers, the transaction coordinator is one of them: a probe is
+    # ready when any broker's answer is
+    nodes = range(pair.reference.size)
     for step, error in probes:
         for side in pair.sides():
             deadline = time.monotonic() + 60
             while True:
-                answer = side.send(step)
+                answers = [side.send(dataclasses.replace(step, node=node)) for node in nodes]
                 side.close()
-                if not isinstance(answer, dict) and error(answer) == 0:
+                ready = [a for a in answers if not isinstance(a, dict) and error(a) == 0]
+                if ready:
                     break
+                answer = answers[0]
                 if time.monotonic() > deadline:
                     raise RuntimeError(f"Kafka not ready after 60 s: {step.describe()} answered {answer}")
                 time.sleep(0.2)

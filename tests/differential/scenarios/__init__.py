@@ -8,6 +8,7 @@ from tests.differential.runner import Reset
 from tests.differential.scenarios import (
     acls,
     apis,
+    brokers,
     compaction,
     configs,
     groups,
@@ -29,6 +30,7 @@ def all_scenarios() -> list[Scenario]:
         *acls.scenarios(),
         *throttling.scenarios(),
         *compaction.scenarios(),
+        *brokers.scenarios(),
     ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}
