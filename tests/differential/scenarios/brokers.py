@@ -39,8 +39,8 @@ def scenarios() -> list[Scenario]:
             ),
         ]
         out.append(Scenario(f"brokers-asked-{node}", FAMILY, tuple(steps), brokers=BROKERS, config=CONFIG))
-    # a broker asked about another broker's config: Kafka forwards nothing, it answers
-    # only for itself (and for the cluster default, "")
+    # a broker asked about another broker's config: Kafka answers only for itself and
+    # the cluster default (""), INVALID_REQUEST "Unexpected broker id, ..." otherwise
     other = [describe([(BROKER, "1", OWN_KEYS)], node=0, label="DescribeConfigs-other")]
     out.append(Scenario("brokers-asked-for-another", FAMILY, tuple(other), brokers=BROKERS, config=CONFIG))
     return out
