@@ -152,6 +152,8 @@ class RequestPipeline:
         self.handlers = handlers
         # What ApiVersions advertises: exactly the APIs with a handler (Kafka's ApiVersionManager).
         self.advertised_apis = {key: spec.advertised for key, spec in handlers.items()}
+        # What is answered (Produce advertises v0-2 it closes the connection on, as Kafka)
+        self.served_apis = {key: (spec.min_version, spec.max_version) for key, spec in handlers.items()}
         self.gates: tuple[Gate, ...] = ()
         self.interceptors: tuple[Interceptor, ...] = ()
         self.observers: tuple[Observer, ...] = ()

@@ -191,7 +191,7 @@ class Fuzzer:
         self.healthy_ids = {name: cluster.create_topic(name).topic_id for name in ("healthy", "healthy-sasl")}
         self.pools = fz.Pools(protected=PROTECTED, cluster_id=cluster.config.get_str("cluster.id"))
         self.create_fuzz_topics()
-        self.advertised = cluster.brokers[0].pipeline.advertised_apis
+        self.advertised = cluster.brokers[0].pipeline.served_apis  # Produce v0-2: closed
         self.generator = fz.RequestGenerator(self.advertised, self.pools)  # reads pools.topic_ids
         self.generator.protected_ids = set(self.healthy_ids.values())
         self.filtered = 0  # frames not sent: they named what the healthy clients use

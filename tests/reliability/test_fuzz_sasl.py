@@ -88,7 +88,7 @@ def sasl_fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslFuzzed
         cluster.create_topic("healthy-sasl")
         pools = Pools(protected=PROTECTED, cluster_id=cluster.config.get_str("cluster.id"))
         prepare_pools(cluster, pools)
-        advertised = cluster.brokers[0].pipeline.advertised_apis
+        advertised = cluster.brokers[0].pipeline.served_apis
         generator = RequestGenerator(advertised, pools)
         driver = WireDriver(
             address(cluster, "SASL_PLAINTEXT"), advertised, connections=CONNECTIONS, timeout=30
