@@ -126,13 +126,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             fields.update(error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED)
         else:
             configs = {c.name: c.value for c in wanted.configs if c.value is not None}
-            if topic is None:
-                # validate_only: ReplicationControlManager.createTopic draws the id before it
-                # knows, and the answer carries it
-                fields["topic_id"] = uuid.uuid4()
+            # validate_only (no topic): ReplicationControlManager.createTopic draws the id
+            # before it knows, and the answer carries it
+            fields["topic_id"] = topic.topic_id if topic is not None else uuid.uuid4()
             if topic is not None:
                 fields.update(
-                    topic_id=topic.topic_id,
                     num_partitions=len(topic.partitions),
                     replication_factor=len(topic.partitions[0].replicas),
                 )

@@ -153,7 +153,7 @@ def per_topic(operation: Operation) -> Check:
             ErrorCode.TOPIC_AUTHORIZATION_FAILED,
         )
         if ctx.api_key in _REFUSED_WITH_MESSAGE:
-            return _after(refused, _refusal_messages)
+            return _after(refused, _refusal_messages(TOPIC_REFUSAL_MESSAGE))
         return refused
 
     return check
@@ -165,19 +165,24 @@ _REFUSED_WITH_MESSAGE = frozenset({ApiKey.DELETE_TOPICS, ApiKey.DESCRIBE_PRODUCE
 TOPIC_REFUSAL_MESSAGE = "Topic authorization failed."
 
 
-def _refusal_messages(message: Any) -> None:
-    """Every entry refused TOPIC_AUTHORIZATION_FAILED without a message gets Kafka's."""
-    fields = type(message).fields
-    if (
-        getattr(message, "error_code", None) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
-        and "error_message" in fields
-        and getattr(message, "error_message", None) is None
-    ):
-        message.error_message = TOPIC_REFUSAL_MESSAGE
-    for name, spec in fields.items():
-        if spec.is_struct_array():
-            for entry in getattr(message, name, None) or ():
-                _refusal_messages(entry)
+def _refusal_messages(text: str) -> Callable[[Any], None]:
+    """Gives every entry refused TOPIC_AUTHORIZATION_FAILED without a message `text`,
+    the message Kafka's answer carries."""
+
+    def fill(message: Any) -> None:
+        fields = type(message).fields
+        if (
+            getattr(message, "error_code", None) == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            and "error_message" in fields
+            and not getattr(message, "error_message", None)
+        ):
+            message.error_message = text
+        for name, spec in fields.items():
+            if spec.is_struct_array():
+                for entry in getattr(message, name, None) or ():
+                    fill(entry)
+
+    return fill
 
 
 def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.group_id) -> Check:
@@ -395,14 +400,8 @@ def _create_topics(access: Access, ctx: RequestContext, request: Any, call: Hand
         lambda topic: not access.allows(Operation.CREATE, TOPIC, topic.name),
         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     )
-    return _after(refused, _create_topics_refusal_messages)
-
-
-def _create_topics_refusal_messages(response: Any) -> None:
-    """Kafka's ControllerApis answers a topic it may not create with ApiError's message."""
-    for topic in response.topics:
-        if topic.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED and not topic.error_message:
-            topic.error_message = "Authorization failed."
+    # Kafka's ControllerApis answers a topic it may not create with ApiError's message
+    return _after(refused, _refusal_messages("Authorization failed."))
 
 
 def _init_producer_id(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
