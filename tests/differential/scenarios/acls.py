@@ -165,15 +165,33 @@ def cases() -> list[Case]:
 
     def create_new(topic: str) -> Step:
         """A validate-only CreateTopics of `<topic>-new` (TOPIC CREATE, or CLUSTER CREATE)."""
-        new = {"name": topic + "-new", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}
+        new = {
+            "name": topic + "-new",
+            "num_partitions": 1,
+            "replication_factor": 1,
+            "assignments": [],
+            "configs": [],
+        }
         return step(19, 7, {"topics": [new], "timeout_ms": 5000, "validate_only": True})
 
-    offset_commit = {
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
-        "group_instance_id": None,
-        "retention_time_ms": -1,
-    }
+    def commit_offset(group: str, topic: str) -> Step:
+        """A simple consumer's OffsetCommit v8 of offset 0 on `topic`-0 for `group`."""
+        partition = {
+            "partition_index": 0,
+            "committed_offset": 0,
+            "committed_leader_epoch": -1,
+            "committed_metadata": "",
+        }
+        fields = {
+            "group_id": group,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "retention_time_ms": -1,
+            "topics": [{"name": topic, "partitions": [partition]}],
+        }
+        return step(8, 8, fields)
+
     return [
         (
             "metadata",
@@ -375,52 +393,12 @@ def cases() -> list[Case]:
         ),
         (
             "offset-commit",
-            lambda t, g, x: step(
-                8,
-                8,
-                {
-                    "group_id": g,
-                    **offset_commit,
-                    "topics": [
-                        {
-                            "name": t,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "committed_offset": 0,
-                                    "committed_leader_epoch": -1,
-                                    "committed_metadata": "",
-                                }
-                            ],
-                        }
-                    ],
-                },
-            ),
+            lambda t, g, x: commit_offset(g, t),
             lambda t, g, x: [acl(GROUP, g, READ), acl(TOPIC, t, READ)],
         ),
         (
             "offset-commit-group-only",
-            lambda t, g, x: step(
-                8,
-                8,
-                {
-                    "group_id": g,
-                    **offset_commit,
-                    "topics": [
-                        {
-                            "name": t,
-                            "partitions": [
-                                {
-                                    "partition_index": 0,
-                                    "committed_offset": 0,
-                                    "committed_leader_epoch": -1,
-                                    "committed_metadata": "",
-                                }
-                            ],
-                        }
-                    ],
-                },
-            ),
+            lambda t, g, x: commit_offset(g, t),
             lambda t, g, x: [acl(GROUP, g, READ)],
         ),
         (
