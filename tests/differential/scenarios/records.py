@@ -230,6 +230,18 @@ def init_producer(transactional_id: str | None = None) -> Step:
     )
 
 
+def add_partitions(transactional_id: str, topic: str, compare: bool = True) -> Step:
+    """AddPartitionsToTxn v3 of `topic`-0, with the producer id and epoch this side's
+    InitProducerId answered."""
+    fields = {
+        "v3_and_below_transactional_id": transactional_id,
+        "v3_and_below_producer_id": Later(lambda c: c["producer_id"], "<producer id>"),
+        "v3_and_below_producer_epoch": Later(lambda c: c["producer_epoch"], "<epoch>"),
+        "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
+    }
+    return Step(ADD_PARTITIONS, 3, fields, compare=compare)
+
+
 def scenarios() -> list[Scenario]:
     out: list[Scenario] = []
 
@@ -413,16 +425,7 @@ def scenarios() -> list[Scenario]:
                     *create(topic),
                     produce(topic, batch(records(1)), label="Produce-before"),
                     init_producer(txn),
-                    Step(
-                        ADD_PARTITIONS,
-                        3,
-                        {
-                            "v3_and_below_transactional_id": txn,
-                            "v3_and_below_producer_id": Later(lambda c: c["producer_id"], "<producer id>"),
-                            "v3_and_below_producer_epoch": Later(lambda c: c["producer_epoch"], "<epoch>"),
-                            "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-                        },
-                    ),
+                    add_partitions(txn, topic),
                     produce(
                         topic,
                         producer_batch(records(2, 1), 0, transactional=True),
@@ -498,17 +501,7 @@ def scenarios() -> list[Scenario]:
         [
             *create(topic),
             init_producer(txn),
-            Step(
-                ADD_PARTITIONS,
-                3,
-                {
-                    "v3_and_below_transactional_id": txn,
-                    "v3_and_below_producer_id": Later(lambda c: c["producer_id"], "<producer id>"),
-                    "v3_and_below_producer_epoch": Later(lambda c: c["producer_epoch"], "<epoch>"),
-                    "v3_and_below_topics": [{"name": topic, "partitions": [0]}],
-                },
-                compare=False,
-            ),
+            add_partitions(txn, topic, compare=False),
             produce(topic, producer_batch(records(1), 0), transactional_id=txn, label="Produce-plain-batch"),
             drop(topic),
         ],
