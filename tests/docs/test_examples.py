@@ -36,10 +36,22 @@ def example(name: str) -> ModuleType:
     return module
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def free_port(consecutive: int = 1) -> int:
+    """A free port on 127.0.0.1 whose next `consecutive - 1` ports are free too (cli.sh
+    starts three brokers on KAFKA_PORT..+2)."""
+    while True:
+        socks = [socket.socket() for _ in range(consecutive)]
+        try:
+            socks[0].bind(("127.0.0.1", 0))
+            port = int(socks[0].getsockname()[1])
+            for offset, sock in enumerate(socks[1:], 1):
+                sock.bind(("127.0.0.1", port + offset))
+            return port
+        except (OSError, OverflowError):
+            continue  # one of the following ports is taken (or past 65535): try another
+        finally:
+            for sock in socks:
+                sock.close()
 
 
 def run_script(script: str, *args: str, timeout: float = 120, **env: str) -> str:
@@ -109,7 +121,7 @@ def test_pytest_plugin_example_project_passes() -> None:
 
 
 def test_cli_recipe() -> None:
-    out = run_script("cli.sh", KAFKA_PORT=str(free_port()))
+    out = run_script("cli.sh", KAFKA_PORT=str(free_port(3)))
     assert "{user=alice}\nproducer_byte_rate=1048576" in out
     assert "producer_byte_rate=1048576 {user=alice}\n*producer_byte_rate=1024 {user=<default>}\n" in out
     assert "{user=bob}: INVALID_REQUEST: Quota producer_byte_rate must be greater than 0\nexit 1" in out
