@@ -149,9 +149,9 @@ RELEASES: Mapping[str, Release] = MappingProxyType(
     }
 )
 
-# What the broker serves of a release's features: not share.version and streams.version
-# (share and streams groups are not served), which are neither listed nor finalized.
-NOT_SERVED_FEATURES = frozenset({"share.version", "streams.version"})
+# What the broker serves of a release's features: not streams.version (streams groups
+# are not served), which is neither listed nor finalized.
+NOT_SERVED_FEATURES = frozenset({"streams.version"})
 
 
 class UnknownRelease(ValueError):

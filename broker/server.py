@@ -250,6 +250,8 @@ class BrokerServer:
             self.waiting_connections.remove(connection)
         if self.telemetry is not None:
             self.telemetry.connection_closed(connection.connection_id)
+        if self.groups.share.sessions:  # a share session ends with its connection
+            self.groups.share.connection_closed(self.node_id, connection.connection_id)
         self._admit_waiting()
 
     def _admit_waiting(self) -> None:

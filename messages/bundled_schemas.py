@@ -5,7 +5,9 @@ kafka-python schema is older than the Kafka release this broker models (4.4).
 Every `<Name>Request.json` and `<Name>Response.json` there becomes a class of that name,
 loaded through kafka-python's own metaclass (`load_json`), so the same field machinery
 encodes and decodes them as every other API: adding an API means adding its two JSON
-files, unchanged from Apache Kafka's `clients/src/main/resources/common/message/`.
+files, unchanged from Apache Kafka's `clients/src/main/resources/common/message/`
+(tests/java/test_bundled_schemas.py checks each version's wire shape against the
+kafka-clients release the tests pin).
 
 Precedence: a bundled schema wins over kafka-python's for its API. When kafka-python has a
 class of the same name (`OVERRIDDEN`), the bundled class subclasses it, so what
@@ -28,7 +30,7 @@ _PACKAGE = "messages.schemas"
 
 
 def _authorized_operations_as_bitfield(json: dict[str, Any]) -> dict[str, Any]:
-    """ConsumerGroupDescribe's AuthorizedOperations as a set of operation codes, as
+    """ConsumerGroupDescribe's (and ShareGroupDescribe's) AuthorizedOperations as a set of operation codes, as
     kafka-python models DescribeGroups' field (None encodes Kafka's "not requested")."""
     groups = next(f for f in json["fields"] if f["name"] == "Groups")
     next(f for f in groups["fields"] if f["name"] == "AuthorizedOperations")["type"] = "bitfield"
@@ -38,6 +40,7 @@ def _authorized_operations_as_bitfield(json: dict[str, Any]) -> dict[str, Any]:
 # Where a bundled schema needs kafka-python's view of a field type.
 _PATCHES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "ConsumerGroupDescribeResponse": _authorized_operations_as_bitfield,
+    "ShareGroupDescribeResponse": _authorized_operations_as_bitfield,
 }
 
 

@@ -222,8 +222,8 @@ def render_topic_configs() -> str:
     rows = [
         [
             f"`{config.name}`",
-            f"[`{config.broker_default}`](broker-configs.md)",
-            code(DEFAULTS[config.broker_default][0]),
+            f"[`{config.broker_default}`](broker-configs.md)" if config.broker_default else "",
+            code(DEFAULTS[config.broker_default][0] if config.broker_default else config.default),
             cell(config.documentation),
         ]
         for config in GROUP_CONFIGS.values()

@@ -53,7 +53,7 @@ from spark.schema import (
 # protocol numbers, from which the sink writes api_name): the quota windows classify rows
 # by these small integers rather than by comparing strings.
 PRODUCE_KEYS = (0,)
-FETCH_KEYS = (1,)
+FETCH_KEYS = (1, 78)  # Fetch and ShareFetch (measured as a fetch)
 MUTATION_KEYS = (19, 37, 20)  # CreateTopics, CreatePartitions, DeleteTopics
 QUOTA_TYPES = ("produce", "fetch", "request", "mutation")
 RATE_UNITS = {"produce": "bytes/s", "fetch": "bytes/s", "request": "percent", "mutation": "mutations/s"}

@@ -59,7 +59,8 @@ from quotas.key_types import IP_KEYS, USER_CLIENT_KEYS, whole_number_problem
 from quotas.manager import NANOS_TO_PERCENTAGE, ClientQuotaManager, ClientSensors, RequestQuotaManager
 from quotas.sensor import WindowConfig
 
-PRODUCE_KEY, FETCH_KEY = 0, 1
+PRODUCE_KEY, FETCH_KEY, SHARE_FETCH_KEY = 0, 1, 78
+FETCH_KEYS = (FETCH_KEY, SHARE_FETCH_KEY)  # a share fetch is measured as a fetch (KafkaApis)
 MUTATION_KEYS = frozenset((19, 20, 37))  # CreateTopics, DeleteTopics, CreatePartitions
 # Never measured by the request quota: SASL (before a session exists; the broker records
 # nothing while authenticating) and WriteTxnMarkers (a cluster action).
@@ -352,12 +353,13 @@ def _inputs(cols: Mapping[str, Sequence[Any]], i: int) -> tuple[Any, ...]:
     if api_key == PRODUCE_KEY:
         kind = PRODUCE_TYPE
         produce = cols["quota_bytes"][i] if on >= 0 and on & PRODUCE_ON else float(cols["request_bytes"][i])
-    elif api_key == FETCH_KEY:
+    elif api_key in FETCH_KEYS:
         kind = FETCH_TYPE
         if on >= 0 and on & FETCH_ON:
             fetch = cols["quota_bytes"][i]
         elif cols["error_code"][i] != FETCH_SESSION_ID_NOT_FOUND:
-            header = 5 if cols["api_version"][i] >= FLEXIBLE_FETCH_SINCE else 4
+            flexible = api_key == SHARE_FETCH_KEY or cols["api_version"][i] >= FLEXIBLE_FETCH_SINCE
+            header = 5 if flexible else 4
             fetch = float(cols["response_bytes"][i] - header + 4)
     else:
         kind = REQUEST_TYPE

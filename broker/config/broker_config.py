@@ -94,6 +94,29 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
     "group.consumer.min.session.timeout.ms": ("45000", "int", "smallest per-group session timeout"),
     "group.consumer.max.session.timeout.ms": ("60000", "int", "largest per-group session timeout"),
     "group.consumer.max.size": ("2147483647", "int", "largest number of members in one consumer group"),
+    "group.share.session.timeout.ms": ("45000", "int", "session timeout of share group members"),
+    "group.share.heartbeat.interval.ms": ("5000", "int", "heartbeat interval of share group members"),
+    "group.share.max.size": ("200", "int", "largest number of members in one share group"),
+    "group.share.assignment.interval.ms": (
+        "1000",
+        "int",
+        "least time between two target assignments of a share group (assignments here are immediate)",
+    ),
+    "group.share.record.lock.duration.ms": (
+        "30000",
+        "int",
+        "how long records a share group member acquired stay locked to it",
+    ),
+    "group.share.delivery.count.limit": (
+        "5",
+        "int",
+        "deliveries of a record to a share group before it is archived",
+    ),
+    "group.share.partition.max.record.locks": (
+        "2000",
+        "int",
+        "records in flight per share partition",
+    ),
     "group.consumer.assignors": (
         "uniform,range",
         "list",

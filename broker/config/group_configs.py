@@ -25,8 +25,10 @@ SOURCE_GROUP = 8  # DescribeConfigs' GROUP_CONFIG source
 @dataclass(frozen=True, slots=True)
 class GroupConfig:
     name: str
-    broker_default: str  # the broker config whose value applies when the group sets none
+    broker_default: str | None  # the broker config whose value applies when the group sets none
     documentation: str
+    type: str = "int"  # DescribeConfigs' type: "int" or "string"
+    default: str = ""  # the value when no broker config stands behind it
 
 
 GROUP_CONFIGS: dict[str, GroupConfig] = {
@@ -42,14 +44,73 @@ GROUP_CONFIGS: dict[str, GroupConfig] = {
             "group.consumer.heartbeat.interval.ms",
             "The heartbeat interval given to the members of a consumer group.",
         ),
+        GroupConfig(
+            "share.session.timeout.ms",
+            "group.share.session.timeout.ms",
+            "The timeout to detect client failures when using the share group protocol.",
+        ),
+        GroupConfig(
+            "share.heartbeat.interval.ms",
+            "group.share.heartbeat.interval.ms",
+            "The heartbeat interval given to the members of a share group.",
+        ),
+        GroupConfig(
+            "share.record.lock.duration.ms",
+            "group.share.record.lock.duration.ms",
+            "The record acquisition lock duration in milliseconds for share groups.",
+        ),
+        GroupConfig(
+            "share.delivery.count.limit",
+            "group.share.delivery.count.limit",
+            "The maximum number of delivery attempts for a record delivered to a share group.",
+        ),
+        GroupConfig(
+            "share.partition.max.record.locks",
+            "group.share.partition.max.record.locks",
+            "Share-group record lock limit per share-partition.",
+        ),
+        GroupConfig(
+            "share.auto.offset.reset",
+            None,
+            "The strategy to initialize the share-partition start offset.",
+            type="string",
+            default="latest",
+        ),
+        GroupConfig(
+            "share.renew.acknowledge.enable",
+            None,
+            "Whether members of a share group may renew acquisition locks (RENEW acknowledgements).",
+            type="boolean",
+            default="true",
+        ),
+        GroupConfig(
+            "share.assignment.interval.ms",
+            "group.share.assignment.interval.ms",
+            "The least time between two target assignments of a share group.",
+        ),
+        GroupConfig(
+            "share.isolation.level",
+            None,
+            "Controls how to read records written transactionally.",
+            type="string",
+            default="read_uncommitted",
+        ),
     )
 }
 
 
+def group_config(group_configs: Mapping[str, str], name: str, broker: BrokerConfigs) -> str:
+    """A group config in force, as text: the group's own, else the broker's, else its default."""
+    value = group_configs.get(name)
+    if value is not None:
+        return value
+    config = GROUP_CONFIGS[name]
+    return broker.get_str(config.broker_default) if config.broker_default else config.default
+
+
 def effective(group_configs: Mapping[str, str], name: str, broker: BrokerConfigs) -> int:
     """The value in force for a group: its own, else the broker's default."""
-    value = group_configs.get(name)
-    return int(value) if value is not None else broker.get_int(GROUP_CONFIGS[name].broker_default)
+    return int(group_config(group_configs, name, broker))
 
 
 def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> str | None:
@@ -59,10 +120,14 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
         if name not in GROUP_CONFIGS:
             return f"Unknown group config name: {name}"
     values: dict[str, int] = {}
-    for name in GROUP_CONFIGS:
+    for name, config in GROUP_CONFIGS.items():
         raw = configs.get(name)
+        if config.type != "int" or config.broker_default is None:
+            if raw is not None and (reason := _string_config_error(name, raw)) is not None:
+                return reason
+            continue
         if raw is None:
-            values[name] = broker.get_int(GROUP_CONFIGS[name].broker_default)
+            values[name] = broker.get_int(config.broker_default)
             continue
         try:
             values[name] = int(raw.strip())
@@ -70,8 +135,9 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
             return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
         if not -(2**31) <= values[name] < 2**31:
             return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
-        if values[name] < 1:
-            return f"Invalid value {raw} for configuration {name}: Value must be at least 1"
+        least = 0 if name == "share.assignment.interval.ms" else 1
+        if values[name] < least:
+            return f"Invalid value {raw} for configuration {name}: Value must be at least {least}"
     heartbeat, session = values["consumer.heartbeat.interval.ms"], values["consumer.session.timeout.ms"]
     bounds = (
         (
@@ -92,6 +158,56 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
             return f"{name} must be in the range {broker.get_int(low)} to {broker.get_int(high)} inclusive."
     if session <= heartbeat:
         return "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
+    for name, (low_name, least_value, high_name, most_value) in SHARE_BOUNDS.items():
+        if name in configs and values[name] < least_value:
+            return f"{name} must be greater than or equal to {low_name}"
+        if name in configs and values[name] > most_value:
+            return f"{name} must be less than or equal to {high_name}"
+    if values["share.session.timeout.ms"] <= values["share.heartbeat.interval.ms"]:
+        return "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"
+    return None
+
+
+# A share group's own values are bounded by broker configs (ShareGroupConfig,
+# GroupCoordinatorConfig) this broker keeps at Kafka's defaults.
+SHARE_BOUNDS: dict[str, tuple[str, int, str, int]] = {
+    "share.session.timeout.ms": (
+        "group.share.min.session.timeout.ms", 45000, "group.share.max.session.timeout.ms", 60000
+    ),
+    "share.heartbeat.interval.ms": (
+        "group.share.min.heartbeat.interval.ms", 5000, "group.share.max.heartbeat.interval.ms", 15000
+    ),
+    "share.record.lock.duration.ms": (
+        "group.share.min.record.lock.duration.ms", 15000, "group.share.max.record.lock.duration.ms", 60000
+    ),
+    "share.delivery.count.limit": (
+        "group.share.min.delivery.count.limit", 2, "group.share.max.delivery.count.limit", 10
+    ),
+    "share.partition.max.record.locks": (
+        "group.share.min.partition.max.record.locks", 100, "group.share.max.partition.max.record.locks", 4000
+    ),
+}  # fmt: skip
+
+
+_ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+
+
+def _string_config_error(name: str, raw: str) -> str | None:
+    if name == "share.renew.acknowledge.enable" and raw.strip().lower() not in ("true", "false"):
+        return f"Invalid value {raw} for configuration {name}: Expected value to be either true or false"
+    if name == "share.isolation.level" and raw.strip().lower() not in _ISOLATION_LEVELS:
+        return (
+            f"Invalid value {raw} for configuration {name}: String must be one of: "
+            f"{', '.join(_ISOLATION_LEVELS)}"
+        )
+    if name == "share.auto.offset.reset":
+        value = raw.strip().lower()
+        if value not in ("latest", "earliest") and not value.startswith("by_duration:"):
+            return (
+                f"Invalid value {raw} for configuration {name}: Invalid value `{raw}` for "
+                "configuration share.auto.offset.reset. The value must be either 'earliest', "
+                "'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'."
+            )
     return None
 
 
@@ -120,13 +236,17 @@ def coordinator_config_error(broker: BrokerConfigs) -> str | None:
             broker.get_int(f"group.consumer.{prefix}{kind}.ms") for prefix in ("", "min.", "max.")
         )
         if high < low:
-            return f"group.consumer.max.{kind}.ms must be greater than or equal to group.consumer.min.{kind}.ms"
+            return (
+                f"group.consumer.max.{kind}.ms must be greater than or equal to group.consumer.min.{kind}.ms"
+            )
         if not low <= value <= high:
             return (
                 f"group.consumer.{kind}.ms must be greater than or equal to group.consumer.min.{kind}.ms"
                 if value < low
                 else f"group.consumer.{kind}.ms must be less than or equal to group.consumer.max.{kind}.ms"
             )
-    if broker.get_int("group.consumer.heartbeat.interval.ms") >= broker.get_int("group.consumer.session.timeout.ms"):
+    if broker.get_int("group.consumer.heartbeat.interval.ms") >= broker.get_int(
+        "group.consumer.session.timeout.ms"
+    ):
         return "group.consumer.heartbeat.interval.ms must be less than group.consumer.session.timeout.ms"
     return None

@@ -153,10 +153,12 @@ def _group_configs(ctx: RequestContext, request: Any, group_id: str) -> list[Any
         if config.name in overrides:
             candidates.append((config.name, overrides[config.name], SOURCE_GROUP))
         # the default's synonym is named after the broker config it comes from
-        candidates.append(
-            (config.broker_default, str(ctx.broker.config.get_int(config.broker_default)), SOURCE_DEFAULT)
-        )
-        entries.append(_entry(request, config.name, candidates, "int", config.documentation))
+        if config.broker_default is not None:
+            default = ctx.broker.config.get_str(config.broker_default)
+            candidates.append((config.broker_default, default, SOURCE_DEFAULT))
+        else:
+            candidates.append((config.name, config.default, SOURCE_DEFAULT))
+        entries.append(_entry(request, config.name, candidates, config.type, config.documentation))
     return entries
 
 

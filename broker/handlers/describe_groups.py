@@ -57,7 +57,7 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
             error_message=(
                 (
                     f"Group {group_id} is not a classic group."
-                    if group_id in ctx.groups.consumer.groups
+                    if ctx.groups.group_exists(group_id)  # a consumer or share group
                     else f"Group {group_id} not found."
                 )
                 if missing

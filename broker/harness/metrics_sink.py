@@ -55,7 +55,7 @@ EPOCH_OFFSET_NS = time.time_ns() - time.monotonic_ns()
 # run's quota times stay exact (a sensor's windows depend on them to the millisecond).
 EPOCH_OFFSET_MS = EPOCH_OFFSET_NS // 1_000_000
 RUN_ID = time.time_ns() // 1000  # this process's run: seq and connection ids restart with it
-PRODUCE_OR_FETCH = (0, 1)  # the APIs whose quota_sensors are a byte-rate sensor
+PRODUCE_OR_FETCH = (0, 1, 78)  # the APIs whose quota_sensors are a byte-rate sensor (78: ShareFetch)
 CAUSES = ("none", "produce", "fetch", "request", "mutation")  # throttle_cause, by the code a row keeps
 THROTTLE_CAUSE = {  # the code of each quota type's cause
     ClientQuotaType.PRODUCE: 1,

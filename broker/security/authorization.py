@@ -333,6 +333,11 @@ def _after(result: Any, change: Callable[[Any], None]) -> Any:
 
 
 def _find_coordinator(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    if ctx.api_version >= 1 and request.key_type == 2:
+        # a share coordinator is a broker's question: CLUSTER_ACTION (KafkaApis.getCoordinator)
+        if access.allows_cluster(Operation.CLUSTER_ACTION):
+            return call(ctx, request)
+        return _refuse_entries(ctx, request, call, lambda key: True, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     transaction = ctx.api_version >= 1 and request.key_type == 1
     resource, code = (
         (TXN, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -365,6 +370,30 @@ def _consumer_group_heartbeat(access: Access, ctx: RequestContext, request: Any,
         access.allows(Operation.DESCRIBE, TOPIC, name) for name in set(request.subscribed_topic_names)
     ):
         return error_response(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return call(ctx, request)
+
+
+def _share_group_heartbeat(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """KafkaApis.handleShareGroupHeartbeat: READ on the group; then, for a valid member
+    id (the handler refuses the others), DESCRIBE on every subscribed topic name."""
+    if not access.allows(Operation.READ, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    member_id_valid = bool(request.member_id) and len(request.member_id) <= 36
+    if (
+        member_id_valid
+        and request.subscribed_topic_names
+        and not all(
+            access.allows(Operation.DESCRIBE, TOPIC, name) for name in set(request.subscribed_topic_names)
+        )
+    ):
+        return error_response(ctx, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    return call(ctx, request)
+
+
+def _read_group(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """READ on the group; a request without one is the handler's INVALID_REQUEST."""
+    if request.group_id is not None and not access.allows(Operation.READ, GROUP, request.group_id):
+        return error_response(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     return call(ctx, request)
 
 
@@ -511,13 +540,22 @@ OFFSET_COMMIT = Authorization("READ on the group, READ on each topic", _offset_c
 OFFSET_FETCH = Authorization(
     "DESCRIBE on the group, DESCRIBE on each topic (a listing leaves the others out)", _offset_fetch
 )
-FIND_COORDINATOR = Authorization("DESCRIBE on each group or transactional id", _find_coordinator)
+FIND_COORDINATOR = Authorization(
+    "DESCRIBE on each group or transactional id; CLUSTER_ACTION for share-partition keys", _find_coordinator
+)
 LIST_GROUPS = Authorization(
     "DESCRIBE on the cluster, else only groups with DESCRIBE are listed", _list_groups
 )
 ELECT_LEADERS = Authorization("ALTER on the cluster", _elect_leaders)
 CONSUMER_GROUP_HEARTBEAT = Authorization(
     "READ on the group, DESCRIBE on each subscribed topic name", _consumer_group_heartbeat
+)
+SHARE_GROUP_HEARTBEAT = Authorization(
+    "READ on the group, DESCRIBE on each subscribed topic name", _share_group_heartbeat
+)
+SHARE_FETCH = Authorization(
+    "READ on the group; READ on each topic (a refused one answers TOPIC_AUTHORIZATION_FAILED)",
+    _read_group,
 )
 CREATE_TOPICS = Authorization("CREATE on the cluster, else on each topic", _create_topics)
 INIT_PRODUCER_ID = Authorization(

@@ -66,7 +66,7 @@ Assignment = dict[uuid.UUID, frozenset[int]]
 class HeartbeatError(Exception):
     """An error answered to the heartbeat (Kafka's ApiException subclasses)."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, code: int, message: str | None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message

@@ -56,6 +56,9 @@ from broker.state.consumer_groups import (
 from broker.state.consumer_protocol import PROTOCOL_TYPE as CONSUMER_PROTOCOL_TYPE
 from broker.state.consumer_protocol import MalformedProtocol, decode_subscription
 from broker.state.group_migration import can_downgrade, to_classic_group, to_consumer_group
+from broker.state.share_groups import GROUP_TYPE as SHARE_GROUP_TYPE
+from broker.state.share_groups import PROTOCOL_TYPE as SHARE_PROTOCOL_TYPE
+from broker.state.share_groups import ShareGroupManager, ShareHeartbeat, ShareHeartbeatResult
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
@@ -147,6 +150,7 @@ class GroupCoordinator:
         self.timers = Timers()
         # KIP-848 groups share the group id namespace, the offsets and the timers.
         self.consumer = ConsumerGroupManager(cluster, self.timers, self._downgrade)
+        self.share = ShareGroupManager(cluster, self.timers)
         self.leaders: dict[int, int] = {}  # __consumer_offsets partition -> its leader (coordinator_of)
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
@@ -859,6 +863,10 @@ class GroupCoordinator:
         becomes a consumer group whose classic members keep their partitions and learn of
         the new epoch at their next Heartbeat (REBALANCE_IN_PROGRESS). The classic group
         goes only if the joining heartbeat succeeds. Offsets stay either way."""
+        if request.group_id in self.share.groups:
+            raise HeartbeatError(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
+            )
         classic = self.groups.get(request.group_id)
         if classic is None or classic.state == DEAD:
             return self.consumer.heartbeat(request)
@@ -891,6 +899,15 @@ class GroupCoordinator:
         self.consumer.adopt(migrated)
         return result
 
+    def share_group_heartbeat(self, request: ShareHeartbeat) -> ShareHeartbeatResult:
+        """A share-group heartbeat; a group id taken by another type of group is refused."""
+        group_id = request.group_id
+        if group_id in self.consumer.groups or (
+            group_id in self.groups and self.groups[group_id].state != DEAD
+        ):
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return self.share.heartbeat(request)
+
     def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerMember]) -> bool:
         """The last consumer-protocol member leaves a group of classic members: it
         becomes a classic group that rebalances at once (its members rejoin on their
@@ -916,9 +933,13 @@ class GroupCoordinator:
         return True
 
     def group_exists(self, group_id: str) -> bool:
-        """A classic group that is not Dead, or a consumer-protocol group."""
+        """A classic group that is not Dead, a consumer-protocol group or a share group."""
         group = self.groups.get(group_id)
-        return (group is not None and group.state != DEAD) or group_id in self.consumer.groups
+        return (
+            (group is not None and group.state != DEAD)
+            or group_id in self.consumer.groups
+            or group_id in self.share.groups
+        )
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch v9+ from a member of a consumer-protocol group names its epoch
@@ -972,14 +993,21 @@ class GroupCoordinator:
         """Groups (optionally only those `coordinator` coordinates), filtered as ListGroups v4/v5."""
         wanted_states = {state.lower() for state in states}
         wanted_types = {kind.lower() for kind in types}
-        candidates = [
-            ListedGroup(group.group_id, group.protocol_type or "", group.state)
-            for group in self.groups.values()
-            if group.state != DEAD
-        ] + [
-            ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.state, CONSUMER_GROUP_TYPE)
-            for group in self.consumer.groups.values()
-        ]
+        candidates = (
+            [
+                ListedGroup(group.group_id, group.protocol_type or "", group.state)
+                for group in self.groups.values()
+                if group.state != DEAD
+            ]
+            + [
+                ListedGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.state, CONSUMER_GROUP_TYPE)
+                for group in self.consumer.groups.values()
+            ]
+            + [
+                ListedGroup(group.group_id, SHARE_PROTOCOL_TYPE, group.state, SHARE_GROUP_TYPE)
+                for group in self.share.groups.values()
+            ]
+        )
         return [
             listed
             for listed in candidates
@@ -1031,6 +1059,9 @@ class GroupCoordinator:
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             return self.consumer.to_dict(consumer_group)
+        share_group = self.share.groups.get(group_id)
+        if share_group is not None:
+            return self.share.to_dict(share_group)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return None
@@ -1057,6 +1088,15 @@ class GroupCoordinator:
         """DeleteGroups: only Empty groups go, together with their committed offsets."""
         results: dict[str, int] = {}
         for group_id in dict.fromkeys(group_ids):
+            share_group = self.share.groups.get(group_id)
+            if share_group is not None:
+                if share_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self.share.delete(group_id)
+                    self.offsets.pop(group_id, None)
+                    results[group_id] = ErrorCode.NONE
+                continue
             consumer_group = self.consumer.groups.get(group_id)
             if consumer_group is not None:
                 if consumer_group.members:

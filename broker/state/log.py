@@ -570,6 +570,29 @@ class PartitionLog:
             return segment.view[self._starts[index] : self._starts[last] + self._sizes[last]], records
         return b"".join(self._data(i) for i in range(index, stop)), records
 
+    def batches(
+        self, offset: int, end_offset: int, max_records: int = 2**31, max_bytes: int = 2**31
+    ) -> list[tuple[int, int, memoryview]]:
+        """(base offset, last offset, bytes) of the batches from the one holding `offset`
+        that start before `end_offset`: at least one, then while under `max_records`
+        records (offsets) and `max_bytes`. For share fetches, which acquire whole batches
+        and must know where each starts and ends."""
+        index = max(self._batch_index(offset), self._first)
+        count = len(self._base_offsets)
+        if index < count and self._last_offsets[index] < offset:
+            index += 1
+        found: list[tuple[int, int, memoryview]] = []
+        records = size = 0
+        while index < count and self._base_offsets[index] < end_offset:
+            if found and (records >= max_records or size + self._sizes[index] > max_bytes):
+                break
+            base, last = self._base_offsets[index], self._last_offsets[index]
+            found.append((base, last, self._data(index)))
+            records += last - max(base, offset) + 1
+            size += self._sizes[index]
+            index += 1
+        return found
+
     def end_offset_for_epoch(self, requested: int, current_epoch: int) -> tuple[int, int]:
         """Kafka's LeaderEpochFileCache.endOffsetFor: (epoch, end offset) for a client
         checking its position after a leader change. The cache is read off the retained

@@ -1,8 +1,8 @@
 """UpdateFeatures (57) through kafka-python's admin client: transaction.version is
 downgraded and upgraded again, ApiVersions reports the finalized level and a new epoch,
 and FeatureControlManager's refusals come back with its messages. A new cluster finalizes
-what a freshly formatted Kafka 4.4 cluster does (less the share and streams groups this
-broker does not serve), and eligible leader replicas keep a cluster-level
+what a freshly formatted Kafka 4.4 cluster does (less the streams groups this broker
+does not serve), and eligible leader replicas keep a cluster-level
 min.insync.replicas as Kafka's ConfigurationControlManager does."""
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ from tests.config.test_dynamic_configs_wire import (
 )
 from tests.support.wire import round_trip
 
-# Kafka 4.4 after `kafka-storage format` also finalizes share.version 2 and streams.version 1
+# Kafka 4.4 after `kafka-storage format` also finalizes streams.version 1
 NEW_CLUSTER = {
     "group.version": 1,
     "transaction.version": 2,
     "eligible.leader.replicas.version": 1,
+    "share.version": 2,
     "metadata.version": 33,
 }
 
@@ -78,9 +79,9 @@ def test_transaction_version_goes_down_and_up() -> None:
             assert finalized(cluster)[0] == NEW_CLUSTER
             with pytest.raises(
                 InvalidUpdateVersionError,
-                match="Invalid update version 1 for feature share.version. Local controller 0 does not support",
+                match="Invalid update version 1 for feature streams.version. Local controller 0 does not support",
             ):
-                admin.update_features({"share.version": 1})
+                admin.update_features({"streams.version": 1})
             with pytest.raises(InvalidUpdateVersionError, match="only supports versions 0-2"):
                 admin.update_features({"transaction.version": 3})
         finally:
@@ -96,13 +97,14 @@ def supported(cluster: MockCluster) -> dict[str, tuple[int, int]]:
     return {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
 
 
-def test_a_new_cluster_finalizes_kafka_4_4s_features_but_share_and_streams() -> None:
+def test_a_new_cluster_finalizes_kafka_4_4s_features_but_streams() -> None:
     with MockCluster(brokers=1) as cluster:
         assert finalized(cluster)[0] == NEW_CLUSTER
         assert supported(cluster) == {
             "group.version": (0, 1),
             "kraft.version": (0, 1),
             "metadata.version": (7, 33),
+            "share.version": (0, 2),
             "transaction.version": (0, 2),
             "eligible.leader.replicas.version": (0, 1),
         }
@@ -117,9 +119,8 @@ def test_a_new_cluster_finalizes_kafka_4_4s_features_but_share_and_streams() -> 
                     match=f"Unsupported metadata.version downgrade from 33 to 32. {why}",
                 ):
                     admin.update_features({"metadata.version": (kind, 32)})
-            for feature in ("share.version", "streams.version"):
-                with pytest.raises(InvalidUpdateVersionError, match="does not support this feature"):
-                    admin.update_features({feature: 1})
+            with pytest.raises(InvalidUpdateVersionError, match="does not support this feature"):
+                admin.update_features({"streams.version": 1})
         finally:
             admin.close()
 

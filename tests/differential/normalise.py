@@ -123,7 +123,8 @@ def keyed(spec: Any, items: list[Any], version: int) -> Any:
     # a generated id (a member id) is no key: it differs between the sides
     candidates = [name for name in candidates if name not in GENERATED_IDS]
     for name in candidates:
-        keys = [str(item.get(name)) for item in items]
+        # as normalised: a topic id differs between the sides, its "<topic_id>" does not
+        keys = [str(normalise(item.get(name), name)) for item in items]
         if len(set(keys)) == len(keys):
             return Keyed(zip(keys, items, strict=True))
     # No identifying field (e.g. quota entries, keyed by their entity list): the canonical

@@ -46,12 +46,15 @@ START_TIMEOUT = 120.0
 STOP_TIMEOUT = 20.0
 
 # Server properties both sides get (MockCluster takes the same keys): one replica for the
-# internal topics, groups formed at once, one partition unless asked.
+# internal topics (the share coordinator's too: without it a one-broker Kafka never has a
+# share coordinator), groups formed at once, one partition unless asked.
 SHARED_CONFIG: dict[str, str] = {
     "group.initial.rebalance.delay.ms": "0",
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
 }
 
 

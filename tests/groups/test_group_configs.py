@@ -44,6 +44,16 @@ def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
     assert values == {
         "consumer.session.timeout.ms": ("1500", "DYNAMIC_GROUP_CONFIG"),
         "consumer.heartbeat.interval.ms": ("200", "DYNAMIC_GROUP_CONFIG"),
+        # a share group's configs (KIP-932), at their defaults
+        "share.session.timeout.ms": ("45000", "DEFAULT_CONFIG"),
+        "share.heartbeat.interval.ms": ("5000", "DEFAULT_CONFIG"),
+        "share.record.lock.duration.ms": ("30000", "DEFAULT_CONFIG"),
+        "share.delivery.count.limit": ("5", "DEFAULT_CONFIG"),
+        "share.partition.max.record.locks": ("2000", "DEFAULT_CONFIG"),
+        "share.auto.offset.reset": ("latest", "DEFAULT_CONFIG"),
+        "share.renew.acknowledge.enable": ("true", "DEFAULT_CONFIG"),
+        "share.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
+        "share.isolation.level": ("read_uncommitted", "DEFAULT_CONFIG"),
     }
     wire = Wire(cluster)
     assert wire.join("a").heartbeat_interval_ms == 200
@@ -71,6 +81,18 @@ def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
             "Invalid value soon for configuration consumer.session.timeout.ms: Not a number of type INT",
         ),
         ({"share.fancy": "1"}, "Unknown group config name: share.fancy"),
+        (
+            {"share.record.lock.duration.ms": "1000"},
+            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
+        ),
+        (
+            {"share.delivery.count.limit": "11"},
+            "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit",
+        ),
+        (
+            {"share.isolation.level": "dirty"},
+            "Invalid value dirty for configuration share.isolation.level: String must be one of: read_committed, read_uncommitted",
+        ),
     ],
 )
 def test_group_configs_outside_the_broker_bounds_are_refused(

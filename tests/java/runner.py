@@ -56,6 +56,7 @@ JAVA_SENDS: dict[str, frozenset[str]] = {
     ),
     "read-process-write-v1": frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit"}),
     "telemetry": frozenset({"GetTelemetrySubscriptions", "PushTelemetry"}),
+    "share-consume": frozenset({"ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge"}),
 }
 
 NOT_SENT_BY_JAVA = {

@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import re
+import socket
 import threading
 import time
 from pathlib import Path
@@ -322,6 +323,66 @@ def test_a_throttle_the_proposal_removes_brings_later_requests_sooner() -> None:
 # -- Spark: a recorded run replays exactly -------------------------------------------------
 
 
+def share_fetch_all(cluster: Any, topic: str, count: int) -> None:
+    """A share group member (raw ShareFetch, client id "sharer") reads `count` records of
+    `topic`, accepting each fetch's records in the next: under the default-user fetch
+    quota, as a share fetch is measured as a fetch."""
+    from messages.registry import request_class
+    from protocol.api_keys import ApiKey
+    from tests.support.wire import round_trip
+
+    fetch = request_class(ApiKey.SHARE_FETCH)[2]
+    topic_id = cluster.groups.cluster.topics[topic].topic_id
+    partitions = range(len(cluster.groups.cluster.topics[topic].partitions))
+    cluster.groups.cluster.group_configs["sharers"] = {"share.auto.offset.reset": "earliest"}
+    socks = {}
+    for node in {p.leader for p in cluster.groups.cluster.topics[topic].partitions}:
+        endpoint = cluster.broker(node).advertised_endpoint("PLAINTEXT")
+        socks[node] = socket.create_connection((endpoint.host, endpoint.port), timeout=30)
+    leaders = {p.index: p.leader for p in cluster.groups.cluster.topics[topic].partitions}
+    epochs = dict.fromkeys(socks, 0)
+    acks: dict[int, list[Any]] = {}
+    got, deadline, correlation = 0, time.monotonic() + 60, 0
+    while got < count and time.monotonic() < deadline:
+        for node, sock in socks.items():
+            mine = [p for p in partitions if leaders[p] == node]
+            batch = fetch.FetchTopic.FetchPartition.AcknowledgementBatch
+            wanted = [
+                fetch.FetchTopic.FetchPartition(
+                    partition_index=p,
+                    acknowledgement_batches=[
+                        batch(first_offset=f, last_offset=last, acknowledge_types=[1])
+                        for f, last in acks.pop(p, [])
+                    ]
+                    if epochs[node]
+                    else [],
+                )
+                for p in mine
+            ]
+            correlation += 1
+            answer = round_trip(
+                sock,
+                fetch(
+                    group_id="sharers", member_id="sharer-1", share_session_epoch=epochs[node], max_wait_ms=100,
+                    min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0,
+                    is_renew_ack=False, topics=[fetch.FetchTopic(topic_id=topic_id, partitions=wanted)],
+                    forgotten_topics_data=[],
+                ),
+                correlation,
+                "sharer",
+            )  # fmt: skip
+            assert answer.error_code == 0, answer
+            epochs[node] += 1
+            for t in answer.responses:
+                for p in t.partitions:
+                    for r in p.acquired_records:
+                        acks.setdefault(p.partition_index, []).append((r.first_offset, r.last_offset))
+                        got += r.last_offset - r.first_offset + 1
+    for sock in socks.values():
+        sock.close()
+    assert got >= count
+
+
 def record_under_quotas(metrics: Path, state: Path) -> None:
     """Two brokers, quotas set before any client connects (kept in state/quotas.sqlite),
     and at once: a librdkafka producer and a kafka-python producer under producer quotas,
@@ -400,6 +461,7 @@ def record_under_quotas(metrics: Path, state: Path) -> None:
             if message is not None and not message.error():
                 got += 1
         consumer.close()
+        share_fetch_all(cluster, "orders", 1000)
 
 
 @pytest.mark.slow
@@ -415,6 +477,8 @@ def test_replaying_a_recorded_run_under_its_own_quotas_gives_every_recorded_thro
     recorded = ds.dataset(metrics, format="parquet", partitioning="hive").to_table().to_pylist()
     causes = {r["throttle_cause"] for r in recorded if r["throttle_time_ms"] > 0}
     assert {"produce", "fetch", "request"} <= causes, causes  # every replayed quota type throttled
+    shared = [r for r in recorded if r["api_name"] == "ShareFetch"]
+    assert any(r["throttle_cause"] == "fetch" for r in shared)  # share fetches are fetches to quotas
     assert any(r["acks"] == 0 and r["quota_bytes"] and r["request_time"] is None for r in recorded)
     assert all(r["quotas_on"] == 7 and r["seq"] is not None for r in recorded)
     print(
@@ -441,7 +505,7 @@ def test_replaying_a_recorded_run_under_its_own_quotas_gives_every_recorded_thro
         # went to, and the page says how many, against limit x brokers.
         entities = spark.read.parquet(str(out / "entities")).collect()
         page = (out / "index.html").read_text(encoding="utf-8")
-        api_of = {"produce": {0}, "fetch": {1}, "request": None}
+        api_of = {"produce": {0}, "fetch": {1, 78}, "request": None}  # 78: ShareFetch
         for r in entities:
             keys = api_of[r["quota_type"]]
             expected = {

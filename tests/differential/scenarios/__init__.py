@@ -14,6 +14,7 @@ from tests.differential.scenarios import (
     groups,
     quotas,
     records,
+    share,
     throttling,
     topics,
 )
@@ -31,6 +32,7 @@ def all_scenarios() -> list[Scenario]:
         *throttling.scenarios(),
         *compaction.scenarios(),
         *brokers.scenarios(),
+        *share.scenarios(),
     ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}

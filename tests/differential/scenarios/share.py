@@ -1,0 +1,269 @@
+"""Share groups (KIP-932): ShareGroupHeartbeat through a member's life and with bad
+input (empty and over-long member ids, no subscription, bad epochs, unknown groups and
+members, a group id of another type); ShareGroupDescribe, ListGroups and DescribeGroups of
+a share group; ShareFetch and ShareAcknowledge: records acquired by a group set to start
+at the earliest offset, accepted, released and delivered again, acknowledgements of
+records not acquired, and the share session's epochs (not found, wrong, acknowledgements
+in an opening request, epoch 0 for ShareAcknowledge, the final epoch, a closed session);
+FindCoordinator for share-partition keys.
+
+Kafka assigns a share partition in the background once it is initialized, so the member
+heartbeats, and the first fetch is repeated, on each side (`Step.until`) until it is
+assigned and acquires."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.differential.model import Later, Scenario, Step
+from tests.differential.scenarios.configs import incremental
+from tests.differential.scenarios.groups import delete_groups, describe_groups, step
+from tests.differential.scenarios.records import batch, produce, records
+from tests.differential.scenarios.topics import create, create_step, delete, metadata
+
+FAMILY = "share"
+SETTLE = 2.0
+SGH, SGD, SHARE_FETCH, SHARE_ACK, LIST = 76, 77, 78, 79, 16
+GROUP_RESOURCE, SET = 32, 0
+MEMBER = "share-member-0000000000000000000000"  # 36 characters: the longest Kafka takes
+KEEP = {"epoch": "member_epoch"}
+ACCEPT, RELEASE = 1, 2
+
+
+def heartbeat(group: str, member: str, epoch: Any, topics: list[str] | None = None, **kw: Any) -> Step:
+    fields = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": epoch,
+        "rack_id": None,
+        "subscribed_topic_names": topics,
+    }
+    return step(SGH, 1, fields, **kw)
+
+
+def share_fetch(
+    group: str,
+    epoch: int,
+    partitions: list[int] | None = None,
+    acks: list[tuple[int, int, list[int]]] | None = None,
+    version: int = 2,
+    **kw: Any,
+) -> Step:
+    """A ShareFetch of `partitions` of the scenario's topic (its id kept as `topic_id`),
+    acknowledging `acks` on partition 0."""
+    topic_partitions = [{"partition_index": p, "acknowledgement_batches": []} for p in (partitions or [])]
+    if acks:
+        ack_batches = [
+            {"first_offset": f, "last_offset": last, "acknowledge_types": t} for f, last, t in acks
+        ]
+        if topic_partitions:
+            topic_partitions[0]["acknowledgement_batches"] = ack_batches
+        else:
+            topic_partitions = [{"partition_index": 0, "acknowledgement_batches": ack_batches}]
+    topics = (
+        [{"topic_id": Later(lambda c: c["topic_id"], "<topic_id>"), "partitions": topic_partitions}]
+        if topic_partitions
+        else []
+    )
+    fields = {
+        "group_id": group,
+        "member_id": kw.pop("member", MEMBER),
+        "share_session_epoch": epoch,
+        "max_wait_ms": kw.pop("max_wait_ms", 0),
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": 500,
+        "batch_size": 500,
+        "share_acquire_mode": 0,
+        "is_renew_ack": False,
+        "topics": topics,
+        "forgotten_topics_data": [],
+    }
+    return step(SHARE_FETCH, version, fields, **kw)
+
+
+def share_acknowledge(group: str, epoch: int, acks: list[tuple[int, int, list[int]]], **kw: Any) -> Step:
+    partitions = (
+        [
+            {
+                "partition_index": 0,
+                "acknowledgement_batches": [
+                    {"first_offset": f, "last_offset": last, "acknowledge_types": t} for f, last, t in acks
+                ],
+            }
+        ]
+        if acks
+        else []
+    )
+    fields = {
+        "group_id": group,
+        "member_id": MEMBER,
+        "share_session_epoch": epoch,
+        "is_renew_ack": False,
+        "topics": [{"topic_id": Later(lambda c: c["topic_id"], "<topic_id>"), "partitions": partitions}]
+        if partitions
+        else [],
+    }
+    return step(SHARE_ACK, 2, fields, **kw)
+
+
+def assigned(answer: Any) -> bool:
+    """Whether a normalised ShareGroupHeartbeat answer assigns partitions."""
+    return bool((answer.get("assignment") or {}).get("topic_partitions"))
+
+
+def acquired(answer: Any) -> bool:
+    """Whether a normalised ShareFetch answer acquired records (anywhere in its tree)."""
+    if isinstance(answer, dict):
+        return bool(answer.get("acquired_records")) or any(acquired(v) for v in answer.values())
+    if isinstance(answer, list):
+        return any(acquired(v) for v in answer)
+    return False
+
+
+def with_topic(name: str, steps: list[Step], partitions: int = 1) -> Scenario:
+    return Scenario(
+        name,
+        FAMILY,
+        (
+            create_step(7, [create(name, partitions)], compare=False),
+            metadata([name], settle=SETTLE, compare=False, keep={"topic_id": "topics.0.topic_id"}),
+            *steps,
+            delete([name], compare=False),
+        ),
+    )
+
+
+def scenarios() -> list[Scenario]:
+    g = "share-life"
+    ahead = Later(lambda c: (c.get("epoch") or 0) + 2, "<epoch + 2>")
+    life = with_topic(
+        g,
+        [
+            incremental([(GROUP_RESOURCE, g, [("share.auto.offset.reset", SET, "earliest")])], compare=False),
+            heartbeat(g, MEMBER, 0, [g], label="ShareGroupHeartbeat-join", keep=KEEP, compare=False),
+            # until the member is assigned the partition (Kafka: once initialized, later)
+            heartbeat(
+                g,
+                MEMBER,
+                Later(lambda c: c.get("epoch"), "<epoch>"),
+                [g],
+                label="ShareGroupHeartbeat-assigned",
+                keep=KEEP,
+                until=assigned,
+                settle=15.0,
+                compare=False,
+            ),
+            produce(g, batch(records(3)), compare=False),
+            heartbeat(g, MEMBER, ahead, label="ShareGroupHeartbeat-fenced"),
+            heartbeat(g, "share-unknown-member", 1, label="ShareGroupHeartbeat-unknown-member"),
+            step(LIST, 5, {"states_filter": [], "types_filter": ["share"]}, label="ListGroups-share"),
+            describe_groups([g], 5, label="DescribeGroups-share-v5"),
+            describe_groups([g], 6, label="DescribeGroups-share-v6"),
+            step(
+                SGD,
+                1,
+                {"group_ids": ["share-no-such-group", ""], "include_authorized_operations": False},
+                label="ShareGroupDescribe-missing",
+            ),
+            share_fetch(g, 3, [0], label="ShareFetch-no-session"),
+            share_fetch(g, 0, [0], acks=[(0, 0, [ACCEPT])], label="ShareFetch-opening-with-acks"),
+            share_fetch(g, 0, [0], max_wait_ms=200, label="ShareFetch-open", until=acquired, settle=10.0),
+            share_fetch(g, 7, label="ShareFetch-wrong-epoch"),
+            share_fetch(g, 1, acks=[(0, 1, [ACCEPT])], label="ShareFetch-accept"),
+            share_acknowledge(g, 0, [], label="ShareAcknowledge-epoch-0"),
+            share_acknowledge(g, 2, [(0, 0, [ACCEPT])], label="ShareAcknowledge-not-acquired"),
+            share_acknowledge(g, 3, [(2, 2, [RELEASE])], label="ShareAcknowledge-release"),
+            share_fetch(g, 4, label="ShareFetch-redelivered", until=acquired, settle=10.0),
+            share_acknowledge(g, 5, [(2, 2, [ACCEPT])], label="ShareAcknowledge-accept"),
+            share_acknowledge(g, -1, [], label="ShareAcknowledge-final"),
+            share_fetch(g, 4, label="ShareFetch-closed"),
+            delete_groups([g], label="DeleteGroups-non-empty"),
+            heartbeat(g, MEMBER, -1, label="ShareGroupHeartbeat-leave"),
+            step(
+                SGD,
+                1,
+                {"group_ids": [g], "include_authorized_operations": False},
+                label="ShareGroupDescribe-left",
+            ),
+            delete_groups([g], label="DeleteGroups-empty"),
+        ],
+    )
+    out = [life]
+    cases: list[tuple[str, Step]] = [
+        ("empty-group", heartbeat("", MEMBER, 0, ["x"])),
+        ("empty-member", heartbeat("share-hb-em", "", 0, ["x"])),
+        ("long-member", heartbeat("share-hb-lm", MEMBER + "x", 0, ["x"])),
+        ("blank-member", heartbeat("share-hb-bm", "   ", 0, ["x"])),
+        ("no-subscription", heartbeat("share-hb-ns", MEMBER, 0, None)),
+        ("empty-subscription", heartbeat("share-hb-es", MEMBER, 0, [])),
+        ("unknown-group", heartbeat("share-hb-ug", MEMBER, 3)),
+        ("leave-unknown", heartbeat("share-hb-lu", MEMBER, -1)),
+        ("bad-epoch", heartbeat("share-hb-be", MEMBER, -2, ["x"])),
+        ("unknown-topic", heartbeat("share-hb-ut", MEMBER, 0, ["share-no-such-topic"])),
+    ]
+    for case, first in cases:
+        group = str(first.fields["group_id"])
+        tail = (
+            [heartbeat(group, MEMBER, -1, compare=False), delete_groups([group], compare=False)]
+            if group
+            else []
+        )
+        out.append(Scenario(f"share-heartbeat-{case}", FAMILY, (first, *tail)))
+    for case, key in (
+        ("share-key", "share-life:AAAAAAAAAAAAAAAAAAAAAQ:0"),
+        ("share-key-other", "share-other:zMt5X8uJQq2mVsTS7YbDOw:7"),
+        ("share-key-malformed", "share-life:not-an-id:0"),
+        ("share-key-two-parts", "share-life:0"),
+    ):
+        fields = {"key": key, "key_type": 2, "coordinator_keys": [key]}
+        # Kafka answers COORDINATOR_NOT_AVAILABLE while it creates __share_group_state
+        out.append(Scenario(f"share-find-{case}-v6", FAMILY, (step(10, 6, fields, settle=15.0),)))
+    consumer = "share-consumer-group"
+    out.append(
+        Scenario(
+            "share-heartbeat-consumer-group",
+            FAMILY,
+            (
+                step(
+                    68,
+                    1,
+                    {
+                        "group_id": consumer,
+                        "member_id": MEMBER,
+                        "member_epoch": 0,
+                        "instance_id": None,
+                        "rack_id": None,
+                        "rebalance_timeout_ms": 30000,
+                        "subscribed_topic_names": ["x"],
+                        "subscribed_topic_regex": None,
+                        "server_assignor": None,
+                        "topic_partitions": [],
+                    },
+                    compare=False,
+                ),
+                heartbeat(consumer, MEMBER, 0, ["x"]),
+                step(SGD, 1, {"group_ids": [consumer], "include_authorized_operations": False}),
+                share_fetch(consumer, 0, member="", label="ShareFetch-empty-member"),
+                step(
+                    68,
+                    1,
+                    {
+                        "group_id": consumer,
+                        "member_id": MEMBER,
+                        "member_epoch": -1,
+                        "instance_id": None,
+                        "rack_id": None,
+                        "rebalance_timeout_ms": -1,
+                        "subscribed_topic_names": None,
+                        "subscribed_topic_regex": None,
+                        "server_assignor": None,
+                        "topic_partitions": None,
+                    },
+                    compare=False,
+                ),
+                delete_groups([consumer], compare=False),
+            ),
+        )
+    )
+    return out
