@@ -90,3 +90,35 @@ def voter_change_refusal(ctx: RequestContext, request: Any) -> Any | None:
 
 def voter_answer(ctx: RequestContext, code: int, message: str | None = None) -> Any:
     return ctx.response(throttle_time_ms=0, error_code=code, error_message=message)
+
+
+def group_describe_refusal(
+    ctx: RequestContext, group_id: str, kind: str, known: Collection[str]
+) -> tuple[int, str | None] | None:
+    """Why ConsumerGroupDescribe or ShareGroupDescribe (`kind`: "consumer", "share")
+    cannot describe a group, as GroupMetadataManager says it; None when it can."""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID, None
+    if ctx.groups.coordinator_for(group_id) != ctx.node_id:
+        return ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator."
+    if group_id not in known:
+        exists = ctx.groups.group_exists(group_id)
+        return ErrorCode.GROUP_ID_NOT_FOUND, (
+            f"Group {group_id} is not a {kind} group." if exists else f"Group {group_id} not found."
+        )
+    return None
+
+
+def failed_group_description(described: Any, group_id: str, code: int, message: str | None) -> Any:
+    """A DescribedGroup of ConsumerGroupDescribe or ShareGroupDescribe that failed."""
+    return described(
+        error_code=code,
+        error_message=message,
+        group_id=group_id,
+        group_state="",
+        group_epoch=0,
+        assignment_epoch=0,
+        assignor_name="",
+        members=[],
+        authorized_operations=None,
+    )

@@ -7,6 +7,7 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.error_responses import Level, mirrors
+from broker.handlers.common import failed_group_description, group_describe_refusal
 from broker.handlers.spec import ALWAYS
 from broker.security import authorization
 from broker.security.acls import Operation, ResourceType
@@ -27,34 +28,11 @@ Assignment = Member.Assignment
 TopicPartitions = Assignment.TopicPartitions
 
 
-def _failed(group_id: str, code: int, message: str | None) -> Any:
-    return Described(
-        error_code=code,
-        error_message=message,
-        group_id=group_id,
-        group_state="",
-        group_epoch=0,
-        assignment_epoch=0,
-        assignor_name="",
-        members=[],
-        authorized_operations=None,
-    )
-
-
 def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> Any:
-    groups = ctx.groups
-    if not group_id:
-        return _failed(group_id, ErrorCode.INVALID_GROUP_ID, None)
-    if groups.coordinator_for(group_id) != ctx.node_id:
-        return _failed(group_id, ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
-    group = groups.share.groups.get(group_id)
-    if group is None:
-        message = (
-            f"Group {group_id} is not a share group."
-            if groups.group_exists(group_id)
-            else f"Group {group_id} not found."
-        )
-        return _failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+    refusal = group_describe_refusal(ctx, group_id, "share", ctx.groups.share.groups)
+    if refusal is not None:
+        return failed_group_description(Described, group_id, *refusal)
+    group = ctx.groups.share.groups[group_id]
     authorizer, principal, host = ctx.broker.authorizer, ctx.connection.principal, ctx.connection.peer[0]
     topics = {
         topic.name
@@ -66,10 +44,11 @@ def describe(ctx: RequestContext, group_id: str, include_operations: bool) -> An
         authorizer.authorize(principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t) for t in topics
     ):
         # KafkaApis: a group whose assignments name topics the caller may not describe
-        return _failed(
+        return failed_group_description(
+            Described,
             group_id,
             ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-            "The described group uses topics that the client is not authorized to describe.",
+            "The group has described topic(s) that the client is not authorized to describe.",
         )
     operations = (
         authorizer.authorized_operations(principal, host, ResourceType.GROUP, group_id)

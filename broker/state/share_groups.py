@@ -320,9 +320,6 @@ class ShareGroupManager:
             return found[0] if found is not None else log_.log_end_offset
         return log_.log_end_offset
 
-    def share_partition(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
-        return self.partitions.get((group_id, topic_id, index))
-
     def acquire(
         self,
         group_id: str,

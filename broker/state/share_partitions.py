@@ -16,7 +16,7 @@ keeps the locks' timers and wakes waiting fetches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
@@ -180,19 +180,16 @@ class SharePartition:
     def expire_lock(self, lock_id: int, delivery_limit: int) -> int:
         """The acquisition lock ran out: its records still acquired go back (or are
         archived at the delivery limit). Returns how many went back."""
-        released = 0
-        for record in self.records.values():
-            if record.state == ACQUIRED and record.lock_id == lock_id:
-                self._release(record, delivery_limit)
-                released += 1
-        self._advance()
-        return released
+        return self._release_where(lambda record: record.lock_id == lock_id, delivery_limit)
 
     def release_member(self, member_id: str, delivery_limit: int) -> int:
-        """A member left or closed its share session: what it holds goes back."""
+        """A member's share session ended: what it holds goes back."""
+        return self._release_where(lambda record: record.member_id == member_id, delivery_limit)
+
+    def _release_where(self, holds: Callable[[InFlight], bool], delivery_limit: int) -> int:
         released = 0
         for record in self.records.values():
-            if record.state == ACQUIRED and record.member_id == member_id:
+            if record.state == ACQUIRED and holds(record):
                 self._release(record, delivery_limit)
                 released += 1
         self._advance()

@@ -191,11 +191,11 @@ def fetch(groups: list[str], version: int, topic: str | None, topic_id: Any = No
     return step(FETCH, version, fields, **kw)
 
 
-def with_topic(name: str, steps: list[Step], partitions: int = 2) -> Scenario:
+def with_topic(name: str, steps: list[Step], partitions: int = 2, family: str = FAMILY) -> Scenario:
     """A scenario with topic `name` (its id kept as `topic_id`), deleted at the end."""
     return Scenario(
         name,
-        FAMILY,
+        family,
         (
             create_step(7, [create(name, partitions)], compare=False),
             metadata([name], settle=SETTLE, compare=False, keep={"topic_id": "topics.0.topic_id"}),

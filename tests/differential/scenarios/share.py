@@ -17,9 +17,8 @@ from typing import Any
 
 from tests.differential.model import Later, Scenario, Step
 from tests.differential.scenarios.configs import incremental
-from tests.differential.scenarios.groups import delete_groups, describe_groups, step
+from tests.differential.scenarios.groups import delete_groups, describe_groups, step, with_topic
 from tests.differential.scenarios.records import batch, produce, records
-from tests.differential.scenarios.topics import create, create_step, delete, metadata
 
 FAMILY = "share"
 SETTLE = 2.0
@@ -121,25 +120,14 @@ def acquired(answer: Any) -> bool:
     return False
 
 
-def with_topic(name: str, steps: list[Step], partitions: int = 1) -> Scenario:
-    return Scenario(
-        name,
-        FAMILY,
-        (
-            create_step(7, [create(name, partitions)], compare=False),
-            metadata([name], settle=SETTLE, compare=False, keep={"topic_id": "topics.0.topic_id"}),
-            *steps,
-            delete([name], compare=False),
-        ),
-    )
-
-
 def scenarios() -> list[Scenario]:
     g = "share-life"
     ahead = Later(lambda c: (c.get("epoch") or 0) + 2, "<epoch + 2>")
     life = with_topic(
         g,
-        [
+        partitions=1,
+        family=FAMILY,
+        steps=[
             incremental([(GROUP_RESOURCE, g, [("share.auto.offset.reset", SET, "earliest")])], compare=False),
             heartbeat(g, MEMBER, 0, [g], label="ShareGroupHeartbeat-join", keep=KEEP, compare=False),
             # until the member is assigned the partition (Kafka: once initialized, later)
