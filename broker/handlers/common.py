@@ -12,6 +12,8 @@ from typing import Any
 from broker.context import RequestContext
 from broker.security.authorizer import ALTER
 from broker.state.cluster import Partition, Topic
+from broker.state.consumer_groups import HeartbeatResult
+from messages.registry import response_class
 from protocol.errors import ErrorCode
 
 
@@ -121,4 +123,39 @@ def failed_group_description(described: Any, group_id: str, code: int, message: 
         assignor_name="",
         members=[],
         authorized_operations=None,
+    )
+
+
+def failed_heartbeat(ctx: RequestContext, code: int, message: str | None = None) -> Any:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer with an error."""
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=code,
+        error_message=message,
+        member_id=None,
+        member_epoch=0,
+        heartbeat_interval_ms=0,
+        assignment=None,
+    )
+
+
+def heartbeat_answer(ctx: RequestContext, result: HeartbeatResult) -> Any:
+    """A ConsumerGroupHeartbeat or ShareGroupHeartbeat answer (the assignment only when
+    the coordinator sends one)."""
+    assignment_class = response_class(ctx.api_key).Assignment
+    return ctx.response(
+        throttle_time_ms=0,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=None
+        if result.assignment is None
+        else assignment_class(
+            topic_partitions=[
+                assignment_class.TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+                for topic_id, partitions in result.assignment.items()
+            ]
+        ),
     )

@@ -7,12 +7,12 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.error_responses import TOP_LEVEL
+from broker.handlers.common import failed_heartbeat, heartbeat_answer
 from broker.handlers.spec import ALWAYS
 from broker.security import authorization
 from broker.state.consumer_groups import HeartbeatError
 from broker.state.features import SHARE_VERSION
 from broker.state.share_groups import ShareHeartbeat
-from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -21,27 +21,12 @@ VERSIONS = (1, 1)
 AUTHORIZATION = authorization.SHARE_GROUP_HEARTBEAT
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
-ShareGroupHeartbeatResponse = response_class(API_KEY)
-Assignment = ShareGroupHeartbeatResponse.Assignment
-TopicPartitions = Assignment.TopicPartitions
-
-
-def _error(ctx: RequestContext, code: int, message: str | None = None) -> Any:
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=code,
-        error_message=message,
-        member_id=None,
-        member_epoch=0,
-        heartbeat_interval_ms=0,
-        assignment=None,
-    )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.cluster.features.finalized.get(SHARE_VERSION, 0) < 1:
         # KafkaApis: share groups need share.version 1 (UpdateFeatures can take it away)
-        return _error(ctx, ErrorCode.UNSUPPORTED_VERSION)
+        return failed_heartbeat(ctx, ErrorCode.UNSUPPORTED_VERSION)
     heartbeat = ShareHeartbeat(
         group_id=request.group_id,
         member_id=request.member_id,
@@ -55,23 +40,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         groups.share.validate(heartbeat)
         if groups.coordinator_for(heartbeat.group_id) != ctx.node_id:
-            return _error(ctx, ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
+            return failed_heartbeat(ctx, ErrorCode.NOT_COORDINATOR, "This is not the correct coordinator.")
         result = groups.share_group_heartbeat(heartbeat)
     except HeartbeatError as error:
-        return _error(ctx, error.code, error.message)
-    return ctx.response(
-        throttle_time_ms=0,
-        error_code=ErrorCode.NONE,
-        error_message=None,
-        member_id=result.member_id,
-        member_epoch=result.member_epoch,
-        heartbeat_interval_ms=result.heartbeat_interval_ms,
-        assignment=None
-        if result.assignment is None
-        else Assignment(
-            topic_partitions=[
-                TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
-                for topic_id, partitions in result.assignment.items()
-            ]
-        ),
-    )
+        return failed_heartbeat(ctx, error.code, error.message)
+    return heartbeat_answer(ctx, result)

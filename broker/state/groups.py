@@ -58,7 +58,7 @@ from broker.state.consumer_protocol import MalformedProtocol, decode_subscriptio
 from broker.state.group_migration import can_downgrade, to_classic_group, to_consumer_group
 from broker.state.share_groups import GROUP_TYPE as SHARE_GROUP_TYPE
 from broker.state.share_groups import PROTOCOL_TYPE as SHARE_PROTOCOL_TYPE
-from broker.state.share_groups import ShareGroupManager, ShareHeartbeat, ShareHeartbeatResult
+from broker.state.share_groups import ShareGroupManager, ShareHeartbeat
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
@@ -899,7 +899,7 @@ class GroupCoordinator:
         self.consumer.adopt(migrated)
         return result
 
-    def share_group_heartbeat(self, request: ShareHeartbeat) -> ShareHeartbeatResult:
+    def share_group_heartbeat(self, request: ShareHeartbeat) -> HeartbeatResult:
         """A share-group heartbeat; a group id taken by another type of group is refused."""
         group_id = request.group_id
         if group_id in self.consumer.groups or (

@@ -27,7 +27,7 @@ from typing import Any
 
 from broker.config.group_configs import group_config
 from broker.state.cluster import ClusterState, Partition
-from broker.state.consumer_groups import HeartbeatError
+from broker.state.consumer_groups import HeartbeatError, HeartbeatResult
 from broker.state.records import CONTROL_FLAG, TRANSACTIONAL_FLAG, producer_id_of
 from broker.state.share_partitions import AcknowledgeError, Acquired, SharePartition
 from broker.state.timers import Timers
@@ -67,14 +67,6 @@ class ShareHeartbeat:
     subscribed_topic_names: list[str] | None = None
     client_id: str = ""
     client_host: str = ""
-
-
-@dataclass(slots=True)
-class ShareHeartbeatResult:
-    member_id: str
-    member_epoch: int
-    heartbeat_interval_ms: int
-    assignment: Assignment | None = None
 
 
 class ShareGroup:
@@ -170,7 +162,7 @@ class ShareGroupManager:
         elif request.member_epoch < LEAVE_GROUP_MEMBER_EPOCH:
             raise HeartbeatError(ErrorCode.INVALID_REQUEST, "MemberEpoch is invalid.")
 
-    def heartbeat(self, request: ShareHeartbeat) -> ShareHeartbeatResult:
+    def heartbeat(self, request: ShareHeartbeat) -> HeartbeatResult:
         """Raises HeartbeatError with Kafka's code and message, leaving the group as it was."""
         if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
             return self._leave(request)
@@ -223,14 +215,14 @@ class ShareGroupManager:
             member.assigned = group.target.get(member.member_id, {})
         self._schedule_session_timeout(group.group_id, member.member_id)
         full = joining or request.subscribed_topic_names is not None
-        return ShareHeartbeatResult(
+        return HeartbeatResult(
             member.member_id,
             member.member_epoch,
             self.config_int(group.group_id, "share.heartbeat.interval.ms"),
             member.assigned if full or member.assigned != previous else None,
         )
 
-    def _leave(self, request: ShareHeartbeat) -> ShareHeartbeatResult:
+    def _leave(self, request: ShareHeartbeat) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
@@ -240,7 +232,7 @@ class ShareGroupManager:
                 f"Member {request.member_id} is not a member of group {request.group_id}.",
             )
         self.remove_member(group, request.member_id)
-        return ShareHeartbeatResult(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0, None)
+        return HeartbeatResult(request.member_id, LEAVE_GROUP_MEMBER_EPOCH, 0, None)
 
     def remove_member(self, group: ShareGroup, member_id: str) -> None:
         """A member leaves or is fenced: the group rebalances. What it acquired stays so
