@@ -199,16 +199,16 @@ def on_group(operation: Operation, group_of: Callable[[Any], str] = lambda r: r.
     return check
 
 
-def per_group(operation: Operation) -> Check:
+def per_group(operation: Operation, name_of: Callable[[Any], str] = lambda group: group) -> Check:
     """Each group the request names needs `operation`; the others are answered
-    GROUP_AUTHORIZATION_FAILED."""
+    GROUP_AUTHORIZATION_FAILED (`name_of`: the group id of an entry that is not one)."""
 
     def check(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
         return _refuse_entries(
             ctx,
             request,
             call,
-            lambda group: not access.allows(operation, GROUP, group),
+            lambda group: not access.allows(operation, GROUP, name_of(group)),
             ErrorCode.GROUP_AUTHORIZATION_FAILED,
         )
 
