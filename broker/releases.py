@@ -149,9 +149,9 @@ RELEASES: Mapping[str, Release] = MappingProxyType(
     }
 )
 
-# What the broker serves of a release's features: not streams.version (streams groups
-# are not served), which is neither listed nor finalized.
-NOT_SERVED_FEATURES = frozenset({"streams.version"})
+# What the broker serves of a release's features: all of them (a feature named here
+# would be neither listed nor finalized).
+NOT_SERVED_FEATURES: frozenset[str] = frozenset()
 
 
 class UnknownRelease(ValueError):

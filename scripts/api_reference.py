@@ -15,8 +15,6 @@ CLIENT_APIS_NOT_SERVED = {
     ApiKey.SHARE_GROUP_DESCRIBE: "share groups (KIP-932)",
     ApiKey.SHARE_FETCH: "share groups (KIP-932)",
     ApiKey.SHARE_ACKNOWLEDGE: "share groups (KIP-932)",
-    ApiKey.STREAMS_GROUP_HEARTBEAT: "streams groups (KIP-1071)",
-    ApiKey.STREAMS_GROUP_DESCRIBE: "streams groups (KIP-1071)",
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "share groups (KIP-932)",
     ApiKey.ALTER_SHARE_GROUP_OFFSETS: "share groups (KIP-932)",
     ApiKey.DELETE_SHARE_GROUP_OFFSETS: "share groups (KIP-932)",

@@ -117,6 +117,31 @@ DEFAULTS: dict[str, tuple[str, str, str]] = {
         "int",
         "records in flight per share partition",
     ),
+    "group.streams.session.timeout.ms": ("45000", "int", "session timeout of streams group members"),
+    "group.streams.heartbeat.interval.ms": ("5000", "int", "heartbeat interval of streams group members"),
+    "group.streams.max.size": ("2147483647", "int", "largest number of members in one streams group"),
+    "group.streams.num.standby.replicas": ("0", "int", "standby replicas of each stateful task"),
+    "group.streams.initial.rebalance.delay.ms": (
+        "3000",
+        "int",
+        "wait for more members before a new streams group's first assignment",
+    ),
+    "group.streams.assignment.interval.ms": (
+        "1000",
+        "int",
+        "least time between two target assignments of a streams group",
+    ),
+    "group.streams.task.offset.interval.ms": (
+        "60000",
+        "int",
+        "how often streams group members report their task offsets",
+    ),
+    "group.streams.num.warmup.replicas": ("2", "int", "warm-up replicas of each stateful task"),
+    "group.streams.acceptable.recovery.lag": (
+        "10000",
+        "long",
+        "lag under which a streams group member counts as caught up on a task",
+    ),
     "group.consumer.assignors": (
         "uniform,range",
         "list",

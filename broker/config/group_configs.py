@@ -95,6 +95,48 @@ GROUP_CONFIGS: dict[str, GroupConfig] = {
             type="string",
             default="read_uncommitted",
         ),
+        GroupConfig(
+            "streams.session.timeout.ms",
+            "group.streams.session.timeout.ms",
+            "The timeout to detect client failures when using the streams group protocol.",
+        ),
+        GroupConfig(
+            "streams.heartbeat.interval.ms",
+            "group.streams.heartbeat.interval.ms",
+            "The heartbeat interval given to the members.",
+        ),
+        GroupConfig(
+            "streams.num.standby.replicas",
+            "group.streams.num.standby.replicas",
+            "The number of standby replicas for each task.",
+        ),
+        GroupConfig(
+            "streams.initial.rebalance.delay.ms",
+            "group.streams.initial.rebalance.delay.ms",
+            "The amount of time the group coordinator will wait for more streams clients to join a new "
+            "group before performing the first rebalance.",
+        ),
+        GroupConfig(
+            "streams.assignment.interval.ms",
+            "group.streams.assignment.interval.ms",
+            "The interval between assignment updates for a streams group.",
+        ),
+        GroupConfig(
+            "streams.task.offset.interval.ms",
+            "group.streams.task.offset.interval.ms",
+            "The interval in which members report their task offsets.",
+        ),
+        GroupConfig(
+            "streams.num.warmup.replicas",
+            "group.streams.num.warmup.replicas",
+            "The number of warm-up replicas for each stateful task.",
+        ),
+        GroupConfig(
+            "streams.acceptable.recovery.lag",
+            "group.streams.acceptable.recovery.lag",
+            "The lag under which a member counts as caught up on a task.",
+            type="long",
+        ),
     )
 }
 
@@ -135,7 +177,7 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
             return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
         if not -(2**31) <= values[name] < 2**31:
             return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
-        least = 0 if name == "share.assignment.interval.ms" else 1
+        least = 0 if name in _MAY_BE_ZERO else 1
         if values[name] < least:
             return f"Invalid value {raw} for configuration {name}: Value must be at least {least}"
     heartbeat, session = values["consumer.heartbeat.interval.ms"], values["consumer.session.timeout.ms"]
@@ -190,6 +232,15 @@ SHARE_BOUNDS: dict[str, tuple[str, int, str, int]] = {
 
 
 _ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+_MAY_BE_ZERO = frozenset(
+    {
+        "share.assignment.interval.ms",
+        "streams.num.standby.replicas",
+        "streams.initial.rebalance.delay.ms",
+        "streams.assignment.interval.ms",
+        "streams.num.warmup.replicas",
+    }
+)
 
 
 def _string_config_error(name: str, raw: str) -> str | None:

@@ -23,6 +23,7 @@ GROUP_VERSION = "group.version"
 METADATA_VERSION = "metadata.version"
 ELR_VERSION = "eligible.leader.replicas.version"
 SHARE_VERSION = "share.version"
+STREAMS_VERSION = "streams.version"
 _MODELLED = release(None)
 LATEST_METADATA_VERSION = _MODELLED.finalized_features[METADATA_VERSION]  # 4.4-IV0
 

@@ -59,6 +59,9 @@ from broker.state.group_migration import can_downgrade, to_classic_group, to_con
 from broker.state.share_groups import GROUP_TYPE as SHARE_GROUP_TYPE
 from broker.state.share_groups import PROTOCOL_TYPE as SHARE_PROTOCOL_TYPE
 from broker.state.share_groups import ShareGroupManager, ShareHeartbeat
+from broker.state.streams_groups import GROUP_TYPE as STREAMS_GROUP_TYPE
+from broker.state.streams_groups import PROTOCOL_TYPE as STREAMS_PROTOCOL_TYPE
+from broker.state.streams_groups import StreamsGroupManager, StreamsHeartbeat, StreamsHeartbeatResult
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 from quotas.java import java_string_hash
@@ -151,6 +154,7 @@ class GroupCoordinator:
         # KIP-848 groups share the group id namespace, the offsets and the timers.
         self.consumer = ConsumerGroupManager(cluster, self.timers, self._downgrade)
         self.share = ShareGroupManager(cluster, self.timers)
+        self.streams = StreamsGroupManager(cluster, self.timers)
         self.leaders: dict[int, int] = {}  # __consumer_offsets partition -> its leader (coordinator_of)
 
     # -- configuration (read on use, so tests and dynamic configs take effect) ----
@@ -743,7 +747,7 @@ class GroupCoordinator:
         creating the group if needed.
         """
         error = self._validate_commit(
-            group_id, generation_id, member_id, group_instance_id, api_version, False
+            group_id, generation_id, member_id, group_instance_id, api_version, False, offsets
         )
         if error != ErrorCode.NONE:
             return [error] * len(offsets)
@@ -767,7 +771,7 @@ class GroupCoordinator:
         a rebalance, as Kafka's transactional validation is), held back until the
         producer's transaction ends (`complete_transactional_offsets`)."""
         error = self._validate_commit(
-            group_id, generation_id, member_id, group_instance_id, api_version, True
+            group_id, generation_id, member_id, group_instance_id, api_version, True, offsets
         )
         if error != ErrorCode.NONE:
             return [error] * len(offsets)
@@ -799,7 +803,18 @@ class GroupCoordinator:
         group_instance_id: str | None,
         api_version: int,
         transactional: bool,
+        offsets: Sequence[OffsetCommit] = (),
     ) -> int:
+        streams_group = self.streams.groups.get(group_id)
+        if streams_group is not None:
+            return self.streams.validate_offset_commit(
+                streams_group,
+                member_id,
+                generation_id,
+                transactional,
+                api_version,
+                [(o.topic, o.partition) for o in offsets],
+            )
         consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             return self.consumer.validate_offset_commit(
@@ -863,7 +878,7 @@ class GroupCoordinator:
         becomes a consumer group whose classic members keep their partitions and learn of
         the new epoch at their next Heartbeat (REBALANCE_IN_PROGRESS). The classic group
         goes only if the joining heartbeat succeeds. Offsets stay either way."""
-        if request.group_id in self.share.groups:
+        if request.group_id in self.share.groups or request.group_id in self.streams.groups:
             raise HeartbeatError(
                 ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} is not a consumer group."
             )
@@ -902,11 +917,32 @@ class GroupCoordinator:
     def share_group_heartbeat(self, request: ShareHeartbeat) -> HeartbeatResult:
         """A share-group heartbeat; a group id taken by another type of group is refused."""
         group_id = request.group_id
-        if group_id in self.consumer.groups or (
-            group_id in self.groups and self.groups[group_id].state != DEAD
+        if (
+            group_id in self.consumer.groups
+            or group_id in self.streams.groups
+            or (group_id in self.groups and self.groups[group_id].state != DEAD)
         ):
             raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         return self.share.heartbeat(request)
+
+    def streams_group_heartbeat(self, request: StreamsHeartbeat) -> StreamsHeartbeatResult:
+        """A streams-group heartbeat: an empty classic group of the id (committed offsets
+        only) becomes a streams group when the heartbeat succeeds (getOrCreateStreamsGroup);
+        another type of group refuses."""
+        group_id = request.group_id
+        classic = self.groups.get(group_id)
+        live_classic = classic is not None and classic.state != DEAD
+        if (
+            group_id in self.consumer.groups
+            or group_id in self.share.groups
+            or (live_classic and (request.member_epoch != 0 or classic is None or classic.members))
+        ):
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        result = self.streams.heartbeat(request)
+        if classic is not None:
+            self.timers.cancel_group(group_id)
+            del self.groups[group_id]
+        return result
 
     def _downgrade(self, group: ConsumerGroup, leaving: Sequence[ConsumerMember]) -> bool:
         """The last consumer-protocol member leaves a group of classic members: it
@@ -939,13 +975,19 @@ class GroupCoordinator:
             (group is not None and group.state != DEAD)
             or group_id in self.consumer.groups
             or group_id in self.share.groups
+            or group_id in self.streams.groups
         )
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         """OffsetFetch v9+ from a member of a consumer-protocol group names its epoch
         (ConsumerGroup.validateOffsetFetch); -1 is an admin's fetch, always served."""
+        if member_epoch == -1:
+            return ErrorCode.NONE
+        streams_group = self.streams.groups.get(group_id)
+        if streams_group is not None:
+            return self.streams.validate_offset_fetch(streams_group, member_id or "", member_epoch)
         group = self.consumer.groups.get(group_id)
-        if group is None or member_epoch == -1:
+        if group is None:
             return ErrorCode.NONE
         return self.consumer.validate_offset_fetch(group, member_id or "", member_epoch)
 
@@ -1007,6 +1049,10 @@ class GroupCoordinator:
                 ListedGroup(group.group_id, SHARE_PROTOCOL_TYPE, group.state, SHARE_GROUP_TYPE)
                 for group in self.share.groups.values()
             ]
+            + [
+                ListedGroup(group.group_id, STREAMS_PROTOCOL_TYPE, group.state, STREAMS_GROUP_TYPE)
+                for group in self.streams.groups.values()
+            ]
         )
         return [
             listed
@@ -1021,9 +1067,12 @@ class GroupCoordinator:
         to a topic keeps its offsets (GROUP_SUBSCRIBED_TO_TOPIC); a classic group that is
         not Empty and not a consumer-protocol group refuses (NON_EMPTY_GROUP)."""
         consumer_group = self.consumer.groups.get(group_id)
+        streams_group = self.streams.groups.get(group_id)
         classic = self.groups.get(group_id)
         if consumer_group is not None:
             subscribed = consumer_group.subscribed_topic_names()
+        elif streams_group is not None:
+            subscribed = self.streams.subscribed_topics(streams_group)
         elif classic is None or classic.state == DEAD:
             return ErrorCode.GROUP_ID_NOT_FOUND, []
         elif classic.state != EMPTY and classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -1062,6 +1111,9 @@ class GroupCoordinator:
         share_group = self.share.groups.get(group_id)
         if share_group is not None:
             return self.share.to_dict(share_group)
+        streams_group = self.streams.groups.get(group_id)
+        if streams_group is not None:
+            return self.streams.to_dict(streams_group)
         group = self.groups.get(group_id)
         if group is None or group.state == DEAD:
             return None
@@ -1094,6 +1146,15 @@ class GroupCoordinator:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP
                 else:
                     self.share.delete(group_id)
+                    self.offsets.pop(group_id, None)
+                    results[group_id] = ErrorCode.NONE
+                continue
+            streams_group = self.streams.groups.get(group_id)
+            if streams_group is not None:
+                if streams_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self.streams.delete(group_id)
                     self.offsets.pop(group_id, None)
                     results[group_id] = ErrorCode.NONE
                 continue

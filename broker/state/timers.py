@@ -61,6 +61,9 @@ class Timers:
         if key not in self._timers:
             self.schedule(key, delay_ms, callback)
 
+    def scheduled(self, key: Key) -> bool:
+        return key in self._timers
+
     def cancel(self, key: Key) -> None:
         timer = self._timers.pop(key, None)
         if timer is not None and timer.handle is not None:

@@ -38,9 +38,10 @@ from tests.config.test_dynamic_configs_wire import (
 )
 from tests.support.wire import round_trip
 
-# Kafka 4.4 after `kafka-storage format` also finalizes streams.version 1
+# What Kafka 4.4 finalizes after `kafka-storage format`
 NEW_CLUSTER = {
     "group.version": 1,
+    "streams.version": 1,
     "transaction.version": 2,
     "eligible.leader.replicas.version": 1,
     "share.version": 2,
@@ -79,9 +80,9 @@ def test_transaction_version_goes_down_and_up() -> None:
             assert finalized(cluster)[0] == NEW_CLUSTER
             with pytest.raises(
                 InvalidUpdateVersionError,
-                match="Invalid update version 1 for feature streams.version. Local controller 0 does not support",
+                match="Invalid update version 1 for feature fancy.version. Local controller 0 does not support",
             ):
-                admin.update_features({"streams.version": 1})
+                admin.update_features({"fancy.version": 1})
             with pytest.raises(InvalidUpdateVersionError, match="only supports versions 0-2"):
                 admin.update_features({"transaction.version": 3})
         finally:
@@ -97,7 +98,7 @@ def supported(cluster: MockCluster) -> dict[str, tuple[int, int]]:
     return {f.name: (f.min_version, f.max_version) for f in answer.supported_features}
 
 
-def test_a_new_cluster_finalizes_kafka_4_4s_features_but_streams() -> None:
+def test_a_new_cluster_finalizes_kafka_4_4s_features() -> None:
     with MockCluster(brokers=1) as cluster:
         assert finalized(cluster)[0] == NEW_CLUSTER
         assert supported(cluster) == {
@@ -105,6 +106,7 @@ def test_a_new_cluster_finalizes_kafka_4_4s_features_but_streams() -> None:
             "kraft.version": (0, 1),
             "metadata.version": (7, 33),
             "share.version": (0, 2),
+            "streams.version": (0, 1),
             "transaction.version": (0, 2),
             "eligible.leader.replicas.version": (0, 1),
         }
@@ -120,7 +122,7 @@ def test_a_new_cluster_finalizes_kafka_4_4s_features_but_streams() -> None:
                 ):
                     admin.update_features({"metadata.version": (kind, 32)})
             with pytest.raises(InvalidUpdateVersionError, match="does not support this feature"):
-                admin.update_features({"streams.version": 1})
+                admin.update_features({"fancy.version": 1})
         finally:
             admin.close()
 

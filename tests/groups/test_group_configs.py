@@ -54,6 +54,15 @@ def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
         "share.renew.acknowledge.enable": ("true", "DEFAULT_CONFIG"),
         "share.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
         "share.isolation.level": ("read_uncommitted", "DEFAULT_CONFIG"),
+        # a streams group's (KIP-1071)
+        "streams.session.timeout.ms": ("45000", "DEFAULT_CONFIG"),
+        "streams.heartbeat.interval.ms": ("5000", "DEFAULT_CONFIG"),
+        "streams.num.standby.replicas": ("0", "DEFAULT_CONFIG"),
+        "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
+        "streams.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
+        "streams.task.offset.interval.ms": ("60000", "DEFAULT_CONFIG"),
+        "streams.num.warmup.replicas": ("2", "DEFAULT_CONFIG"),
+        "streams.acceptable.recovery.lag": ("10000", "DEFAULT_CONFIG"),
     }
     wire = Wire(cluster)
     assert wire.join("a").heartbeat_interval_ms == 200

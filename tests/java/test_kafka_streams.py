@@ -90,10 +90,16 @@ class StreamsProcess:
     """The Java application (mockbroker.StreamsApp) in a process of its own."""
 
     def __init__(
-        self, classpath: str, cluster: MockCluster, state_dir: Path, logs: Path, pace_ms: int
+        self,
+        classpath: str,
+        cluster: MockCluster,
+        state_dir: Path,
+        logs: Path,
+        pace_ms: int,
+        group_protocol: str = "classic",
     ) -> None:
         """Its standard output and error go to `logs`.out and `logs`.err; each input record
-        takes `pace_ms` more to process."""
+        takes `pace_ms` more to process; `group_protocol` is Streams' group.protocol."""
         self.out = logs.with_suffix(".out")
         self.err = logs.with_suffix(".err")
         with self.out.open("w") as out, self.err.open("w") as err:
@@ -113,6 +119,7 @@ class StreamsProcess:
                     TOTALS,
                     str(state_dir),
                     str(pace_ms),
+                    group_protocol,
                 ],
                 stdin=subprocess.PIPE,
                 stdout=out,
@@ -148,6 +155,9 @@ def cluster() -> Iterator[MockCluster]:
         "log.cleaner.backoff.ms": 100,
         "group.initial.rebalance.delay.ms": 0,
         "record.requests.max": 100_000,
+        # the same for streams groups (KIP-1071), whose members heartbeat every second
+        "group.streams.initial.rebalance.delay.ms": 0,
+        "group.streams.heartbeat.interval.ms": 1000,
     }
     with MockCluster(brokers=3, config=config) as cluster:
         cluster.create_topic(INPUT, partitions=3, replication_factor=3)
@@ -234,8 +244,11 @@ def repartition_purged(cluster: MockCluster, reader: OutputReader, streams: Stre
 class Run:
     """The application and a reader of its output."""
 
-    def __init__(self, classpath: str, cluster: MockCluster, tmp_path: Path, pace_ms: int) -> None:
+    def __init__(
+        self, classpath: str, cluster: MockCluster, tmp_path: Path, pace_ms: int, group_protocol: str
+    ) -> None:
         self.classpath, self.cluster, self.tmp_path, self.pace_ms = classpath, cluster, tmp_path, pace_ms
+        self.group_protocol = group_protocol
         self.launches = 0
         self.state_dir = tmp_path / "state-1"
         self.streams = self.launch()
@@ -244,7 +257,9 @@ class Run:
     def launch(self) -> StreamsProcess:
         self.launches += 1
         logs = self.tmp_path / f"streams-{self.launches}"
-        return StreamsProcess(self.classpath, self.cluster, self.state_dir, logs, self.pace_ms)
+        return StreamsProcess(
+            self.classpath, self.cluster, self.state_dir, logs, self.pace_ms, self.group_protocol
+        )
 
     def stop(self) -> None:
         result = self.streams.close()
@@ -288,13 +303,14 @@ def run_application(
     after_producing: Hook = nothing,
     batches: int = 3,
     pace_ms: int = 0,
+    group_protocol: str = "classic",
 ) -> None:
     """Produces `batches` batches of 100 payments, each after the application has processed
     the one before (`before(n)` runs before batch n, `after_producing(n)` after it is
     produced), then checks every update of the output and the internal topics."""
     start = (int(time.time() * 1000) // WINDOW_MS - 6) * WINDOW_MS
     sent = payments(100 * batches, seed=batches, start=start)
-    run = Run(classpath, cluster, tmp_path, pace_ms)
+    run = Run(classpath, cluster, tmp_path, pace_ms, group_protocol)
     try:
         for n in range(batches):
             before(n, run)
@@ -372,3 +388,50 @@ def test_exactly_once_while_a_broker_stops_and_starts(
     )
     sent = {request["api"] for request in cluster.requests.list() if request["client_id"].startswith(APP)}
     assert ("AddOffsetsToTxn" in sent) == (transaction_version == 1)
+
+
+def test_exactly_once_with_the_streams_rebalance_protocol(
+    java_classpath: str, cluster: MockCluster, tmp_path: Path
+) -> None:
+    """group.protocol=streams (KIP-1071): the broker creates the internal topics the
+    topology declares and assigns the tasks. A second instance joins while the second
+    batch is processed (tasks move to it, revoked before they are reassigned) and leaves
+    before the third; the first then leaves and rejoins with an empty state directory."""
+    second: list[StreamsProcess] = []
+
+    def after_producing(n: int, run: Run) -> None:
+        if n == 1:
+            run.reader.read_until(run.reader.read() + 1, run.streams)  # it is processing the batch
+            second.append(
+                StreamsProcess(
+                    java_classpath, cluster, tmp_path / "state-b", tmp_path / "streams-b", 10, "streams"
+                )
+            )
+
+    def before(n: int, run: Run) -> None:
+        if n == 2:
+            joined = second[0]
+            result = joined.close()
+            assert result["uncaught"] == [] and result["closed"]
+            assert "RUNNING" in result["states"]  # it was given tasks and ran them
+            run.restart()
+
+    try:
+        run_application(
+            java_classpath,
+            cluster,
+            tmp_path,
+            before=before,
+            after_producing=after_producing,
+            pace_ms=10,
+            group_protocol="streams",
+        )
+    finally:
+        for process in second:
+            process.kill()
+    sent = {request["api"] for request in cluster.requests.list() if request["client_id"].startswith(APP)}
+    # Members heartbeat the streams protocol; the internal topics were the broker's to create.
+    assert "StreamsGroupHeartbeat" in sent
+    assert not sent & {"JoinGroup", "SyncGroup", "CreateTopics"}
+    group = cluster.describe_group(APP)
+    assert group is not None and group["type"] == "streams"

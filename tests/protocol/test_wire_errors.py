@@ -70,7 +70,8 @@ def test_api_versions_v0_by_hand(sync_cluster: MockCluster) -> None:
     assert apis[26] == (0, 5)  # EndTxn, transaction version 2 (v5) included
     assert apis[23] == (2, 4)  # OffsetForLeaderEpoch: Kafka 4.x dropped v0-1
     assert apis[78] == (1, 2)  # ShareFetch (KIP-932)
-    assert 88 not in apis  # only what is implemented is advertised (StreamsGroupHeartbeat: not yet)
+    assert apis[88] == apis[89] == (0, 1)  # streams groups (KIP-1071)
+    assert 94 not in apis  # only what is implemented is advertised (UnregisterController: not)
 
 
 def test_api_versions_unsupported_version_answered_in_v0(sync_cluster: MockCluster) -> None:

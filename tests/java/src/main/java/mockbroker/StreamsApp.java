@@ -60,7 +60,8 @@ public final class StreamsApp {
         if (!args[0].equals("run")) {
             throw new IllegalArgumentException("unknown mode " + args[0]);
         }
-        run(args[1], args[2], args[3], args[4], args[5], args[6], Long.parseLong(args[7]));
+        run(args[1], args[2], args[3], args[4], args[5], args[6], Long.parseLong(args[7]),
+                args.length > 8 ? args[8] : "classic");
     }
 
     private static String strings(List<String> values) {
@@ -89,7 +90,7 @@ public final class StreamsApp {
     }
 
     private static void run(String bootstrap, String applicationId, String input, String windowed, String totals,
-            String stateDir, long paceMs) throws Exception {
+            String stateDir, long paceMs, String groupProtocol) throws Exception {
         StreamsBuilder builder = new StreamsBuilder();
         KGroupedStream<String, Long> byUser = builder
                 .stream(input, Consumed.with(Serdes.String(), Serdes.String()))
@@ -124,12 +125,18 @@ public final class StreamsApp {
         config.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0);
         config.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 200);
         config.put(StreamsConfig.NUM_STREAM_THREADS_CONFIG, 2);
+        // "classic" (the consumer's rebalance protocol) or "streams" (KIP-1071: the broker
+        // creates the internal topics and assigns the tasks)
+        config.put(StreamsConfig.GROUP_PROTOCOL_CONFIG, groupProtocol);
         // Internal topics roll and become cleanable soon: the broker compacts the changelogs
         // while the application runs.
         config.put(StreamsConfig.topicPrefix(TopicConfig.SEGMENT_MS_CONFIG), 100);
         config.put(StreamsConfig.topicPrefix(TopicConfig.MIN_CLEANABLE_DIRTY_RATIO_CONFIG), 0.01);
-        config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6_000);
-        config.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1_000);
+        if (groupProtocol.equals("classic")) {
+            // the streams protocol takes these from the broker (group.streams.*)
+            config.put(StreamsConfig.consumerPrefix(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG), 6_000);
+            config.put(StreamsConfig.consumerPrefix(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG), 1_000);
+        }
         config.put(StreamsConfig.producerPrefix(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG), 10_000);
 
         List<String> states = Collections.synchronizedList(new ArrayList<>());
