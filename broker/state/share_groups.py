@@ -436,6 +436,54 @@ class ShareGroupManager:
         ]:
             self.close_session(node, group_id, member_id)
 
+    # -- share-group offsets (DescribeShareGroupOffsets, Alter..., Delete...) ------------
+    def initialized(self, group_id: str) -> dict[uuid.UUID, list[int]]:
+        """The share partitions of a group whose state exists, by topic id (Kafka's
+        initializedShareGroupPartitions)."""
+        found: dict[uuid.UUID, list[int]] = {}
+        for group, topic_id, index in sorted(self.partitions, key=lambda k: (str(k[1]), k[2])):
+            if group == group_id:
+                found.setdefault(topic_id, []).append(index)
+        return found
+
+    def written_state(self, group_id: str, topic_id: uuid.UUID, index: int) -> SharePartition | None:
+        """A share partition's state as the share coordinator holds it (ReadShareGroupStateSummary):
+        None until it is first written."""
+        share = self.partitions.get((group_id, topic_id, index))
+        return share if share is not None and share.written else None
+
+    def check_empty(self, group_id: str) -> None:
+        """Offsets are altered or deleted only while the group has no members."""
+        group = self.groups.get(group_id)
+        if group is not None and group.members:
+            raise HeartbeatError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
+
+    def alter_offsets(self, group_id: str, offsets: dict[uuid.UUID, dict[int, int]], create: bool) -> None:
+        """AlterShareGroupOffsets on an empty group (created when `create`): each share
+        partition's state starts afresh at the given offset (InitializeShareGroupState)."""
+        self.check_empty(group_id)
+        if create and group_id not in self.groups:
+            self.groups[group_id] = ShareGroup(group_id)
+        group = self.groups.get(group_id)
+        if group is not None and offsets:
+            # Kafka 4.4 bumps the group epoch once the altered partitions are initialized
+            # (the group has no members: its target assignment is empty at that epoch)
+            group.group_epoch += 1
+            self._compute_target_assignment(group)
+        for topic_id, starts in offsets.items():
+            for index, start in starts.items():
+                share = SharePartition(start)
+                share.written = True
+                self.partitions[(group_id, topic_id, index)] = share
+
+    def delete_offsets(self, group_id: str, topic_id: uuid.UUID) -> bool:
+        """DeleteShareGroupOffsets of one topic: its share partitions' state goes (the
+        next assignment starts where share.auto.offset.reset says). False: there was none."""
+        keys = [k for k in self.partitions if k[0] == group_id and k[1] == topic_id]
+        for key in keys:
+            del self.partitions[key]
+        return bool(keys)
+
     # -- admin ------------------------------------------------------------------------
     def delete(self, group_id: str) -> None:
         self.groups.pop(group_id, None)

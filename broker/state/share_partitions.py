@@ -16,6 +16,7 @@ keeps the locks' timers and wakes waiting fetches.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
@@ -26,6 +27,9 @@ AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = "AVAILABLE", "ACQUIRED", "ACKNOWLE
 # AcknowledgeType, as ShareFetch and ShareAcknowledge carry them
 GAP, ACCEPT, RELEASE, REJECT, RENEW = 0, 1, 2, 3, 4
 ACKNOWLEDGE_TYPES = frozenset((GAP, ACCEPT, RELEASE, REJECT, RENEW))
+# Acquisition lock ids, unique across partitions and their states: a lock timer of a
+# state since altered or deleted finds no record of its own
+_LOCK_IDS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -61,7 +65,10 @@ class SharePartition:
         self.start_offset = start_offset
         self.end_offset = start_offset  # the next offset never acquired
         self.records: dict[int, InFlight] = {}
-        self._next_lock = 0
+        # Whether the share coordinator holds this partition's state: Kafka writes it when
+        # records are acknowledged, released or archived, or the start offset is altered,
+        # not when the partition is first assigned (DescribeShareGroupOffsets says -1 then)
+        self.written = False
 
     # -- reading ------------------------------------------------------------------
     def in_flight(self) -> int:
@@ -74,13 +81,18 @@ class SharePartition:
     def has_available(self) -> bool:
         return any(r.state == AVAILABLE for r in self.records.values())
 
+    def delivery_complete(self) -> int:
+        """The records past the start offset acknowledged or archived (Kafka's
+        deliveryCompleteCount, which the lag leaves out)."""
+        return sum(1 for r in self.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
+
     def acquired_by(self, member_id: str) -> list[int]:
         return sorted(o for o, r in self.records.items() if r.state == ACQUIRED and r.member_id == member_id)
 
     # -- acquiring ------------------------------------------------------------------
-    def new_lock(self) -> int:
-        self._next_lock += 1
-        return self._next_lock
+    @staticmethod
+    def new_lock() -> int:
+        return next(_LOCK_IDS)
 
     def acquire_available(self, member_id: str, max_records: int, lock_id: int) -> list[int]:
         """Takes up to `max_records` AVAILABLE records again; returns their offsets."""
@@ -162,6 +174,7 @@ class SharePartition:
             else:  # REJECT, GAP
                 self._finish(record, ARCHIVED)
         self._advance()
+        self.written = True
         return renewed
 
     def archive(self, offsets: Iterable[int]) -> None:
@@ -193,6 +206,7 @@ class SharePartition:
                 self._release(record, delivery_limit)
                 released += 1
         self._advance()
+        self.written = self.written or released > 0
         return released
 
     def skip_to(self, log_start_offset: int) -> None:

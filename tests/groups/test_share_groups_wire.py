@@ -98,7 +98,8 @@ class Wire:
                 AckPartition(
                     partition_index=index,
                     acknowledgement_batches=[
-                        AckBatch(first_offset=f, last_offset=last, acknowledge_types=t) for f, last, t in batches
+                        AckBatch(first_offset=f, last_offset=last, acknowledge_types=t)
+                        for f, last, t in batches
                     ],
                 )
             )
@@ -447,3 +448,191 @@ def test_find_coordinator_answers_for_share_partition_keys(cluster: MockCluster,
     ]
     older = wire(FindCoordinatorRequest[5](key_type=2, coordinator_keys=keys[:1]))
     assert [c.error_code for c in older.coordinators] == [ErrorCode.INVALID_REQUEST]
+
+
+# -- DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets ------------
+DescribeOffsets = request_class(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+AlterOffsets = request_class(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
+DeleteOffsets = request_class(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
+ZERO = None  # the zero topic id, as kafka-python decodes it
+
+
+def describe_offsets(
+    wire: Wire, topics: dict[str, list[int]] | None, group: str = "g", version: int = 1
+) -> dict[str, dict[int, tuple[int, ...]]]:
+    """Topic -> partition -> (start offset, leader epoch, [lag,] error code)."""
+    Group = DescribeOffsets.DescribeShareGroupOffsetsRequestGroup
+    Topic = Group.DescribeShareGroupOffsetsRequestTopic
+    wanted = None if topics is None else [Topic(topic_name=t, partitions=ps) for t, ps in topics.items()]
+    answer = wire(DescribeOffsets[version](groups=[Group(group_id=group, topics=wanted)])).groups[0]
+    assert (answer.error_code, answer.error_message) == (0, None)
+    return {
+        t.topic_name: {
+            p.partition_index: (p.start_offset, p.leader_epoch, *((p.lag,) if version else ()), p.error_code)
+            for p in t.partitions
+        }
+        for t in answer.topics
+    }
+
+
+def alter_offsets(wire: Wire, offsets: dict[str, dict[int, int]], group: str = "g") -> Any:
+    Topic = AlterOffsets.AlterShareGroupOffsetsRequestTopic
+    Partition = Topic.AlterShareGroupOffsetsRequestPartition
+    return wire(
+        AlterOffsets[0](
+            group_id=group,
+            topics=[
+                Topic(
+                    topic_name=t,
+                    partitions=[Partition(partition_index=p, start_offset=o) for p, o in ps.items()],
+                )
+                for t, ps in offsets.items()
+            ],
+        )
+    )
+
+
+def delete_offsets(wire: Wire, topics: list[str], group: str = "g") -> Any:
+    Topic = DeleteOffsets.DeleteShareGroupOffsetsRequestTopic
+    return wire(DeleteOffsets[0](group_id=group, topics=[Topic(topic_name=t) for t in topics]))
+
+
+def test_share_group_offsets_through_a_group_life(cluster: MockCluster, wire: Wire) -> None:
+    tid = topic_id(cluster)
+    # no state yet: -1, leader epoch 0, lag -1, and no error (Kafka asks no group)
+    assert describe_offsets(wire, {"t": [0, 7], "nope": [0]}) == {
+        "t": {0: (-1, 0, -1, 0), 7: (-1, 0, -1, 0)},
+        "nope": {0: (-1, 0, -1, 0)},
+    }
+    assert describe_offsets(wire, None) == {}
+    wire.heartbeat("a", 0, ["t"])
+    # assigned, but nothing acknowledged: the share coordinator holds no state yet
+    assert describe_offsets(wire, {"t": [0]}) == {"t": {0: (-1, 0, -1, 0)}}
+    not_empty: tuple[int, str, list[Any]] = (ErrorCode.NON_EMPTY_GROUP, "The group is not empty.", [])
+    altered = alter_offsets(wire, {"t": {0: 0}})
+    assert (altered.error_code, altered.error_message, altered.responses) == not_empty
+    deleted = delete_offsets(wire, ["t"])
+    assert (deleted.error_code, deleted.error_message, deleted.responses) == not_empty
+    produce(cluster, "t", 5)
+    assert acquired(wire.fetch("a", 0, [(tid, 0)])) == {0: [(0, 4, 1)]}
+    wire.acknowledge("a", 1, {(tid, 0): [(0, 1, [ACCEPT]), (3, 3, [REJECT])]})
+    # start offset 2; 5 records, 2 before the start and 1 archived after it: lag 2
+    assert describe_offsets(wire, {"t": [0, 1]}) == {"t": {0: (2, 0, 2, 0), 1: (-1, 0, -1, 0)}}
+    assert describe_offsets(wire, {"t": [0]}, version=0) == {"t": {0: (2, 0, 0)}}
+    wire.heartbeat("a", -1)
+    # all topics: every partition whose state the group has (both were assigned)
+    assert describe_offsets(wire, None) == {"t": {0: (2, 0, 2, 0), 1: (-1, 0, -1, 0)}}
+    altered = alter_offsets(wire, {"t": {0: 4, 9: 0}, "nope": {0: 0}})
+    assert (altered.error_code, altered.error_message) == (0, None)
+    unknown = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+    assert {
+        (t.topic_name, t.topic_id): [(p.partition_index, p.error_code, p.error_message) for p in t.partitions]
+        for t in altered.responses
+    } == {
+        ("nope", ZERO): [(0, *unknown)],
+        ("t", tid): [(0, 0, None), (9, *unknown)],
+    }
+    # altered: a fresh start at 4 (what was in flight is forgotten), the group's epoch bumped
+    assert describe_offsets(wire, {"t": [0]}) == {"t": {0: (4, 0, 1, 0)}}
+    assert wire(Describe[1](group_ids=["g"], include_authorized_operations=False)).groups[0].group_epoch == 3
+    wire.heartbeat("b", 0, ["t"])
+    assert acquired(wire.fetch("b", 0, [(tid, 0)])) == {0: [(4, 4, 1)]}
+    wire.heartbeat("b", -1)
+    wire.fetch("b", -1)
+    deleted = delete_offsets(wire, ["t", "nope"])
+    assert (deleted.error_code, deleted.error_message) == (0, None)
+    assert [(t.topic_name, t.topic_id, t.error_code, t.error_message) for t in deleted.responses] == [
+        ("t", tid, 0, None),
+        ("nope", ZERO, *unknown),
+    ]
+    again = delete_offsets(wire, ["t"]).responses
+    assert [(t.error_code, t.error_message) for t in again] == [
+        (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "There is no offset information to delete.")
+    ]
+    assert describe_offsets(wire, None) == {}
+    # deleted: the next member starts where share.auto.offset.reset says (earliest here)
+    wire.heartbeat("c", 0, ["t"])
+    assert acquired(wire.fetch("c", 0, [(tid, 0)])) == {0: [(0, 4, 1)]}
+
+
+def test_altering_offsets_creates_the_share_group(cluster: MockCluster, wire: Wire) -> None:
+    missing = alter_offsets(wire, {"nope": {0: 0}}, group="fresh")
+    assert [(t.topic_name, [p.error_code for p in t.partitions]) for t in missing.responses] == [
+        ("nope", [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION])
+    ]
+    described = wire(Describe[1](group_ids=["fresh"], include_authorized_operations=False)).groups[0]
+    assert described.error_code == ErrorCode.GROUP_ID_NOT_FOUND  # no topic of it exists: no group
+    assert alter_offsets(wire, {"t": {1: 3}}, group="fresh").error_code == 0
+    described = wire(Describe[1](group_ids=["fresh"], include_authorized_operations=False)).groups[0]
+    assert (described.error_code, described.group_state, described.group_epoch) == (0, "Empty", 1)
+    # beyond the log's end: the lag is negative, as Kafka computes it
+    assert describe_offsets(wire, {"t": [1]}, group="fresh") == {"t": {1: (3, 0, -3, 0)}}
+
+
+def test_share_group_offset_refusals(cluster: MockCluster, wire: Wire) -> None:
+    def top(response: Any) -> tuple[int, str | None]:
+        return response.error_code, response.error_message
+
+    wire(
+        request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)[1](
+            group_id="cg",
+            member_id="m",
+            member_epoch=0,
+            rebalance_timeout_ms=30000,
+            subscribed_topic_names=["t"],
+            topic_partitions=[],
+        )
+    )
+    other = (ErrorCode.GROUP_ID_NOT_FOUND, "Group cg is not a share group.")
+    assert top(alter_offsets(wire, {"t": {0: 0}}, group="cg")) == other
+    assert top(delete_offsets(wire, ["t"], group="cg")) == other
+    assert top(delete_offsets(wire, ["t"], group="nope")) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        "Group nope not found.",
+    )
+    invalid = (ErrorCode.INVALID_GROUP_ID, "The group id is invalid.")
+    assert top(alter_offsets(wire, {"t": {0: 0}}, group="")) == invalid
+    assert top(delete_offsets(wire, ["t"], group="")) == invalid
+    cluster.on_loop(lambda: cluster.groups.cluster.features.finalized.__setitem__("share.version", 0))
+    unsupported = (ErrorCode.UNSUPPORTED_VERSION, "The version of API is not supported.")
+    assert top(alter_offsets(wire, {"t": {0: 0}})) == unsupported
+    assert top(delete_offsets(wire, ["t"])) == unsupported
+    Group = DescribeOffsets.DescribeShareGroupOffsetsRequestGroup
+    answer = wire(DescribeOffsets[1](groups=[Group(group_id="g", topics=None)])).groups[0]
+    assert answer.error_code == ErrorCode.UNSUPPORTED_VERSION
+
+
+def test_share_group_offsets_are_authorized() -> None:
+    config = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+    with MockCluster(brokers=1, config=config) as cluster:
+        cluster.create_topic("t", 1)
+        cluster.create_topic("secret", 1)
+        for operation in ("DESCRIBE", "READ", "DELETE"):
+            cluster.acls.add("User:ANONYMOUS", operation, "GROUP", "g")
+        cluster.acls.add("User:ANONYMOUS", "READ", "TOPIC", "t")
+        cluster.acls.add("User:ANONYMOUS", "DESCRIBE", "TOPIC", "t")
+        wire = Wire(cluster)
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        Group = DescribeOffsets.DescribeShareGroupOffsetsRequestGroup
+        answer = wire(DescribeOffsets[1](groups=[Group(group_id="h", topics=None)])).groups[0]
+        assert (answer.group_id, answer.error_code) == ("h", refused)
+        assert alter_offsets(wire, {"t": {0: 0}}, group="h").error_code == refused
+        assert delete_offsets(wire, ["t"], group="h").error_code == refused
+        # a topic the caller may not describe is refused when named, left out of a listing
+        denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        assert describe_offsets(wire, {"secret": [0], "t": [0]}) == {
+            "t": {0: (-1, 0, -1, 0)},
+            "secret": {0: (-1, 0, -1, denied)},
+        }
+        altered = alter_offsets(wire, {"t": {0: 0}, "secret": {0: 0}})
+        assert {t.topic_name: [p.error_code for p in t.partitions] for t in altered.responses} == {
+            "secret": [denied],
+            "t": [0],
+        }
+        assert describe_offsets(wire, None) == {"t": {0: (0, 0, 0, 0)}}
+        deleted = delete_offsets(wire, ["secret", "t"])
+        assert [(t.topic_name, t.error_code) for t in deleted.responses] == [("secret", denied), ("t", 0)]
+        wire.sock.close()

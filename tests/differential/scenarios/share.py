@@ -177,7 +177,7 @@ def scenarios() -> list[Scenario]:
             delete_groups([g], label="DeleteGroups-empty"),
         ],
     )
-    out = [life]
+    out = [life, *offsets_scenarios()]
     cases: list[tuple[str, Step]] = [
         ("empty-group", heartbeat("", MEMBER, 0, ["x"])),
         ("empty-member", heartbeat("share-hb-em", "", 0, ["x"])),
@@ -255,3 +255,183 @@ def scenarios() -> list[Scenario]:
         )
     )
     return out
+
+
+# -- share-group offsets: DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets
+DESCRIBE_OFFSETS, ALTER_OFFSETS, DELETE_OFFSETS = 90, 91, 92
+NO_TOPIC = "share-offsets-no-such-topic"
+
+
+def describe_offsets(
+    group: str, topics: list[tuple[str, list[int]]] | None, version: int = 1, **kw: Any
+) -> Step:
+    wanted = None if topics is None else [{"topic_name": t, "partitions": ps} for t, ps in topics]
+    return step(DESCRIBE_OFFSETS, version, {"groups": [{"group_id": group, "topics": wanted}]}, **kw)
+
+
+def alter_offsets(group: str, topics: list[tuple[str, list[tuple[int, int]]]], **kw: Any) -> Step:
+    wanted = [
+        {"topic_name": t, "partitions": [{"partition_index": p, "start_offset": o} for p, o in ps]}
+        for t, ps in topics
+    ]
+    return step(ALTER_OFFSETS, 0, {"group_id": group, "topics": wanted}, **kw)
+
+
+def delete_offsets(group: str, topics: list[str], **kw: Any) -> Step:
+    return step(DELETE_OFFSETS, 0, {"group_id": group, "topics": [{"topic_name": t} for t in topics]}, **kw)
+
+
+def share_state_ready(group: str) -> Step:
+    """FindCoordinator for a share-partition key, repeated until the share coordinator
+    answers (Kafka creates __share_group_state when it is first asked)."""
+    key = f"{group}:AAAAAAAAAAAAAAAAAAAAAQ:0"
+    return step(10, 6, {"key": key, "key_type": 2, "coordinator_keys": [key]}, settle=30.0, compare=False)
+
+
+def offsets_scenarios() -> list[Scenario]:
+    """A share group's offsets through its life: before any state (-1), while a member
+    holds the partitions (alter and delete refused), after records were accepted and the
+    member left (start offset and lag), altered (created partitions, unknown topics and
+    partitions), deleted; and the refusals of groups that are missing or of another type."""
+    g = "share-offsets"
+    life = with_topic(
+        g,
+        partitions=2,
+        family=FAMILY,
+        steps=[
+            incremental([(GROUP_RESOURCE, g, [("share.auto.offset.reset", SET, "earliest")])], compare=False),
+            produce(g, batch(records(3)), compare=False),
+            # Kafka creates __share_group_state at the share coordinator's first use
+            share_state_ready(g),
+            describe_offsets(
+                g, [(g, [0, 1]), (NO_TOPIC, [0])], label="DescribeShareGroupOffsets-no-group", settle=30.0
+            ),
+            describe_offsets(g, None, label="DescribeShareGroupOffsets-all-no-group"),
+            describe_offsets(g, [], label="DescribeShareGroupOffsets-no-topics"),
+            heartbeat(g, MEMBER, 0, [g], keep=KEEP, compare=False),
+            heartbeat(
+                g,
+                MEMBER,
+                Later(lambda c: c.get("epoch"), "<epoch>"),
+                [g],
+                keep=KEEP,
+                until=assigned,
+                settle=15.0,
+                compare=False,
+            ),
+            describe_offsets(g, [(g, [0, 1])], label="DescribeShareGroupOffsets-assigned"),
+            alter_offsets(g, [(g, [(0, 1)])], label="AlterShareGroupOffsets-non-empty"),
+            delete_offsets(g, [g], label="DeleteShareGroupOffsets-non-empty"),
+            share_fetch(g, 0, [0], max_wait_ms=200, until=acquired, settle=10.0, compare=False),
+            share_fetch(g, 1, acks=[(0, 1, [ACCEPT])], compare=False),
+            share_acknowledge(g, -1, [], compare=False),
+            describe_offsets(g, [(g, [0, 1])], label="DescribeShareGroupOffsets-acknowledged", settle=10.0),
+            heartbeat(g, MEMBER, -1, compare=False),
+            describe_offsets(g, [(g, [0, 1])], version=0, label="DescribeShareGroupOffsets-v0", settle=10.0),
+            describe_offsets(g, None, label="DescribeShareGroupOffsets-all", settle=10.0),
+            alter_offsets(
+                g,
+                [(g, [(0, 1), (1, 0), (7, 5)]), (NO_TOPIC, [(0, 0)])],
+                label="AlterShareGroupOffsets-empty",
+            ),
+            describe_offsets(g, [(g, [0, 1])], label="DescribeShareGroupOffsets-altered", settle=10.0),
+            step(
+                SGD,
+                1,
+                {"group_ids": [g], "include_authorized_operations": False},
+                label="ShareGroupDescribe-altered",
+            ),
+            delete_offsets(g, [g, NO_TOPIC], label="DeleteShareGroupOffsets-empty"),
+            delete_offsets(g, [g], label="DeleteShareGroupOffsets-again"),
+            describe_offsets(g, None, label="DescribeShareGroupOffsets-all-deleted", settle=10.0),
+            describe_offsets(g, [(g, [0])], label="DescribeShareGroupOffsets-deleted", settle=10.0),
+            step(
+                SGD,
+                1,
+                {"group_ids": [g], "include_authorized_operations": False},
+                label="ShareGroupDescribe-deleted",
+            ),
+            delete_groups([g], compare=False),
+        ],
+    )
+    created = "share-offsets-created"
+    create = with_topic(
+        created,
+        partitions=1,
+        family=FAMILY,
+        steps=[
+            alter_offsets(created, [(NO_TOPIC, [(0, 0)])], label="AlterShareGroupOffsets-unknown-topic-only"),
+            step(
+                SGD,
+                1,
+                {"group_ids": [created], "include_authorized_operations": False},
+                label="ShareGroupDescribe-not-created",
+            ),
+            alter_offsets(created, [(created, [(0, 4)])], label="AlterShareGroupOffsets-new-group"),
+            step(
+                SGD,
+                1,
+                {"group_ids": [created], "include_authorized_operations": False},
+                label="ShareGroupDescribe-created",
+            ),
+            describe_offsets(
+                created, [(created, [0])], label="DescribeShareGroupOffsets-beyond-end", settle=10.0
+            ),
+            delete_groups([created], label="DeleteGroups-created"),
+        ],
+    )
+    beyond = "share-offsets-beyond"
+    partition_beyond = with_topic(
+        beyond,
+        partitions=1,
+        family=FAMILY,
+        steps=[describe_offsets(beyond, [(beyond, [5])], label="DescribeShareGroupOffsets-partition-beyond")],
+    )
+    out = [life, create, partition_beyond]
+    missing = "share-offsets-missing"
+    for label, first in (
+        ("delete-missing", delete_offsets(missing, [missing])),
+        ("delete-empty-id", delete_offsets("", [missing])),
+        ("alter-empty-id", alter_offsets("", [(missing, [(0, 0)])])),
+        ("describe-empty-id", describe_offsets("", [(missing, [0])])),
+    ):
+        out.append(Scenario(f"share-offsets-{label}", FAMILY, (first,)))
+    consumer = "share-offsets-consumer"
+    out.append(
+        Scenario(
+            "share-offsets-consumer-group",
+            FAMILY,
+            (
+                _consumer_heartbeat(consumer, 0, ["x"]),
+                alter_offsets(
+                    consumer, [(consumer, [(0, 0)])], label="AlterShareGroupOffsets-consumer-group"
+                ),
+                delete_offsets(consumer, [consumer], label="DeleteShareGroupOffsets-consumer-group"),
+                describe_offsets(consumer, None, label="DescribeShareGroupOffsets-all-consumer-group"),
+                describe_offsets(
+                    consumer, [(consumer, [0])], label="DescribeShareGroupOffsets-consumer-group"
+                ),
+                _consumer_heartbeat(consumer, -1, None),
+                delete_groups([consumer], compare=False),
+            ),
+        )
+    )
+    return out
+
+
+def _consumer_heartbeat(group: str, epoch: int, topics: list[str] | None) -> Step:
+    """A consumer-protocol member joining (epoch 0) or leaving (-1): the group id is then
+    a consumer group's."""
+    fields = {
+        "group_id": group,
+        "member_id": MEMBER,
+        "member_epoch": epoch,
+        "instance_id": None,
+        "rack_id": None,
+        "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
+        "subscribed_topic_names": topics,
+        "subscribed_topic_regex": None,
+        "server_assignor": None,
+        "topic_partitions": [] if epoch == 0 else None,
+    }
+    return step(68, 1, fields, compare=False)

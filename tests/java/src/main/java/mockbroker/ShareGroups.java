@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -19,7 +20,9 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ListShareGroupOffsetsSpec;
 import org.apache.kafka.clients.admin.ShareGroupDescription;
+import org.apache.kafka.clients.admin.SharePartitionOffsetInfo;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
@@ -28,6 +31,7 @@ import org.apache.kafka.clients.consumer.KafkaShareConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -53,6 +57,11 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * lock-expiry BOOTSTRAP TOPIC GROUP
  *     consumer A acquires the records and goes quiet; after the acquisition lock expired
  *     consumer B gets them again with delivery count 2
+ * offsets BOOTSTRAP TOPIC GROUP
+ *     the Admin client's share-group offsets: a consumer accepts offsets 0-5 of 10 and
+ *     releases the rest; while it is in the group, altering and deleting its offsets
+ *     fail; once it closed, listShareGroupOffsets shows where the group is, alter moves
+ *     it back to 2 (a new consumer starts there), delete leaves none
  * </pre>
  */
 public final class ShareGroups {
@@ -65,6 +74,7 @@ public final class ShareGroups {
             case "reject" -> reject(args[1], args[2], args[3]);
             case "poison" -> poison(args[1], args[2], args[3]);
             case "lock-expiry" -> lockExpiry(args[1], args[2], args[3]);
+            case "offsets" -> offsets(args[1], args[2], args[3]);
             default -> throw new IllegalArgumentException("unknown mode " + args[0]);
         }
     }
@@ -288,5 +298,92 @@ public final class ShareGroups {
             }
         }
         System.out.println(Json.of(Map.of("first", first, "second", second)));
+    }
+
+    /** The group's share-group offsets as listShareGroupOffsets shows them (all topics). */
+    static Map<String, Object> listed(Admin admin, String group) throws Exception {
+        Map<TopicPartition, SharePartitionOffsetInfo> offsets = admin
+            .listShareGroupOffsets(Map.of(group, new ListShareGroupOffsetsSpec()))
+            .partitionsToOffsetInfo(group).get();
+        Map<String, Object> out = new TreeMap<>();
+        offsets.forEach((tp, info) -> {
+            Map<String, Object> view = new TreeMap<>();
+            if (info != null) {
+                view.put("start", info.startOffset());
+                view.put("lag", info.lag().orElse(-1L));
+                view.put("leader_epoch", info.leaderEpoch().orElse(-1));
+            }
+            out.put(tp.toString(), view);
+        });
+        return out;
+    }
+
+    /** What a failed Admin call threw: its cause's class and message. */
+    static Map<String, Object> failure(KafkaFutureCall call) {
+        Map<String, Object> out = new TreeMap<>();
+        try {
+            call.run();
+            out.put("error", "none");
+        } catch (ExecutionException e) {
+            out.put("error", e.getCause().getClass().getSimpleName());
+            out.put("message", String.valueOf(e.getCause().getMessage()));
+        } catch (Exception e) {
+            out.put("error", e.getClass().getSimpleName());
+        }
+        return out;
+    }
+
+    interface KafkaFutureCall {
+        void run() throws Exception;
+    }
+
+    static void offsets(String bootstrap, String topic, String group) throws Exception {
+        startAtEarliest(bootstrap, group);
+        produce(bootstrap, topic, 10);
+        TopicPartition tp = new TopicPartition(topic, 0);
+        Map<String, Object> out = new TreeMap<>();
+        try (Admin admin = admin(bootstrap)) {
+            try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, "explicit", "share-offsets")) {
+                consumer.subscribe(List.of(topic));
+                Set<Long> accepted = new java.util.TreeSet<>();
+                long deadline = System.currentTimeMillis() + 60_000;
+                while (accepted.size() < 6 && System.currentTimeMillis() < deadline) {
+                    for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                        if (record.offset() < 6) {
+                            consumer.acknowledge(record, AcknowledgeType.ACCEPT);
+                            accepted.add(record.offset());
+                        } else {
+                            consumer.acknowledge(record, AcknowledgeType.RELEASE);
+                        }
+                    }
+                    consumer.commitSync();
+                }
+                out.put("accepted", accepted);
+                out.put("alter_active", failure(() -> admin.alterShareGroupOffsets(group, Map.of(tp, 0L)).all().get()));
+                out.put("delete_active", failure(() -> admin.deleteShareGroupOffsets(group, Set.of(topic)).all().get()));
+            }
+            out.put("after_close", listed(admin, group));
+            admin.alterShareGroupOffsets(group, Map.of(tp, 2L)).all().get();
+            out.put("after_alter", listed(admin, group));
+        }
+        List<Long> offsets = new ArrayList<>();
+        try (KafkaShareConsumer<String, String> consumer = consumer(bootstrap, group, "implicit", "share-offsets-2")) {
+            consumer.subscribe(List.of(topic));
+            long deadline = System.currentTimeMillis() + 60_000;
+            while (offsets.size() < 8 && System.currentTimeMillis() < deadline) {
+                for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(200))) {
+                    offsets.add(record.offset());
+                }
+            }
+            consumer.commitSync();
+        }
+        java.util.Collections.sort(offsets);
+        out.put("consumed_after_alter", offsets);
+        try (Admin admin = admin(bootstrap)) {
+            out.put("after_consume", listed(admin, group));
+            admin.deleteShareGroupOffsets(group, Set.of(topic)).all().get();
+            out.put("after_delete", listed(admin, group));
+        }
+        System.out.println(Json.of(out));
     }
 }
