@@ -57,6 +57,9 @@ JAVA_SENDS: dict[str, frozenset[str]] = {
     "read-process-write-v1": frozenset({"AddPartitionsToTxn", "AddOffsetsToTxn", "TxnOffsetCommit"}),
     "telemetry": frozenset({"GetTelemetrySubscriptions", "PushTelemetry"}),
     "share-consume": frozenset({"ShareGroupHeartbeat", "ShareGroupDescribe", "ShareFetch", "ShareAcknowledge"}),
+    "share-offsets": frozenset(
+        {"DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"}
+    ),
 }
 
 NOT_SENT_BY_JAVA = {
