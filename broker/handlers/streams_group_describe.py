@@ -12,7 +12,14 @@ from broker.handlers.spec import ALWAYS
 from broker.security import authorization
 from broker.security.acls import Operation, ResourceType
 from broker.state.features import STREAMS_VERSION
-from broker.state.streams_groups import EMPTY_TARGET, StreamsGroup, StreamsMember, Target, Tasks
+from broker.state.streams_groups import (
+    ASSIGNOR_NAME,
+    EMPTY_TARGET,
+    StreamsGroup,
+    StreamsMember,
+    Target,
+    Tasks,
+)
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -24,6 +31,11 @@ ENABLED = ALWAYS
 ERROR_RESPONSE = mirrors(Level(("group_ids",), "groups", (("group_id", ""),)))
 Response = response_class(API_KEY)
 Described = Response.DescribedGroup
+Topology = Described.Topology
+Subtopology = Topology.Subtopology
+TopicInfo = Subtopology.TopicInfo
+Member = Described.Member
+Assignment = Member.Assignment
 # TopologyDescriptionStatus: 0 not requested, 1 not stored (no topology description
 # plugin is configured, as on a Kafka broker by default)
 NOT_REQUESTED, NOT_STORED = 0, 1
@@ -93,7 +105,7 @@ def describe(ctx: RequestContext, group_id: str, operations: bool, description: 
         ),
         topology_description=None,
         topology_description_status=NOT_STORED if description else NOT_REQUESTED,
-        assignor_name=None,
+        assignor_name=ASSIGNOR_NAME,
     )
 
 
@@ -105,21 +117,18 @@ def _topology(group: StreamsGroup) -> Any:
         return None
     configured = group.configured
     decided = configured.partitions if configured is not None and configured.ready else {}
-    TopicInfo = Response.TopicInfo
-    KeyValue = Response.KeyValue
-
     def info(t: Any) -> Any:
         return TopicInfo(
             name=t.name,
             partitions=decided.get(t.name, t.partitions) if decided else t.partitions,
             replication_factor=t.replication_factor,
-            topic_configs=[KeyValue(key=k, value=v) for k, v in sorted(t.configs)],
+            topic_configs=[TopicInfo.KeyValue(key=k, value=v) for k, v in sorted(t.configs)],
         )
 
-    return Response.Topology(
+    return Topology(
         epoch=topology.epoch,
         subtopologies=[
-            Response.Subtopology(
+            Subtopology(
                 subtopology_id=s.subtopology_id,
                 source_topics=sorted(s.source_topics),
                 repartition_sink_topics=sorted(s.repartition_sink_topics),
@@ -136,11 +145,11 @@ def _topology(group: StreamsGroup) -> Any:
 
 
 def _task_ids(tasks: Tasks) -> list[Any]:
-    return [Response.TaskIds(subtopology_id=sub, partitions=sorted(p)) for sub, p in sorted(tasks.items())]
+    return [Assignment.TaskIds(subtopology_id=sub, partitions=sorted(p)) for sub, p in sorted(tasks.items())]
 
 
 def _assignment(target: Target) -> Any:
-    return Response.Assignment(
+    return Assignment(
         active_tasks=_task_ids(target.active),
         standby_tasks=_task_ids(target.standby),
         warmup_tasks=_task_ids(target.warmup),
@@ -149,7 +158,7 @@ def _assignment(target: Target) -> Any:
 
 def _member(member: StreamsMember, target: Target | None) -> Any:
     endpoint = member.user_endpoint
-    return Response.Member(
+    return Member(
         member_id=member.member_id,
         member_epoch=member.member_epoch,
         instance_id=member.instance_id,
@@ -158,8 +167,8 @@ def _member(member: StreamsMember, target: Target | None) -> Any:
         client_host=member.client_host,
         topology_epoch=member.topology_epoch,
         process_id=member.process_id,
-        user_endpoint=Response.Endpoint(host=endpoint[0], port=endpoint[1]) if endpoint else None,
-        client_tags=[Response.KeyValue(key=k, value=v) for k, v in member.client_tags.items()],
+        user_endpoint=Member.Endpoint(host=endpoint[0], port=endpoint[1]) if endpoint else None,
+        client_tags=[Member.KeyValue(key=k, value=v) for k, v in member.client_tags.items()],
         task_offsets=[],
         task_end_offsets=[],
         assignment=_assignment(Target(*member.assigned())),

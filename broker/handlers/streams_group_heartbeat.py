@@ -53,7 +53,7 @@ def _failed(ctx: RequestContext, code: int, message: str | None = None) -> Any:
         member_id="",
         member_epoch=0,
         heartbeat_interval_ms=0,
-        status=None,
+        status=[],
     )
 
 
@@ -259,9 +259,9 @@ def _answer(ctx: RequestContext, result: StreamsHeartbeatResult) -> Any:
         member_id=result.member_id,
         member_epoch=result.member_epoch,
         heartbeat_interval_ms=result.heartbeat_interval_ms,
-        acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG,
-        acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
-        task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+        acceptable_recovery_lag_legacy=0 if result.left else ACCEPTABLE_RECOVERY_LAG,
+        acceptable_recovery_lag=-1 if result.left else ACCEPTABLE_RECOVERY_LAG,
+        task_offset_interval_ms=0 if result.left else TASK_OFFSET_INTERVAL_MS,
         status=[Response.Status(status_code=code, status_detail=text) for code, text in result.status],
         active_tasks=task_ids(assignment.active) if assignment else None,
         standby_tasks=task_ids(assignment.standby) if assignment else None,

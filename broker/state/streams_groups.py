@@ -185,6 +185,7 @@ class StreamsHeartbeatResult:
         None  # per member: endpoint, active, standby
     )
     topics_to_create: dict[str, TopicInfo] = field(default_factory=dict)
+    left: bool = False  # a leave's answer: member id, epoch and status only
 
 
 class StreamsGroup:
@@ -321,12 +322,6 @@ class StreamsGroupManager:
             )
 
     # -- StreamsGroupHeartbeat ------------------------------------------------------
-    def group_or_error(self, group_id: str) -> StreamsGroup:
-        group = self.groups.get(group_id)
-        if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {group_id} not found.")
-        return group
-
     def heartbeat(self, request: StreamsHeartbeat) -> StreamsHeartbeatResult:
         """Raises HeartbeatError with Kafka's code and message, leaving the group as it was."""
         if request.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -680,7 +675,9 @@ class StreamsGroupManager:
         return out
 
     def _leave(self, request: StreamsHeartbeat) -> StreamsHeartbeatResult:
-        group = self.group_or_error(request.group_id)
+        group = self.groups.get(request.group_id)
+        if group is None:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
         if request.shutdown_application and group.shutdown_requested_by is None:
             group.shutdown_requested_by = request.member_id
         if request.member_id not in group.members:
@@ -689,7 +686,7 @@ class StreamsGroupManager:
                 f"Member {request.member_id} is not a member of group {request.group_id}.",
             )
         self.remove_member(group, request.member_id)
-        return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [])
+        return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [], left=True)
 
     def remove_member(self, group: StreamsGroup, member_id: str) -> None:
         """streamsGroupFenceMember: the member and its target go, the group epoch is bumped."""

@@ -15,6 +15,7 @@ from tests.differential.scenarios import (
     quotas,
     records,
     share,
+    streams,
     throttling,
     topics,
 )
@@ -33,6 +34,7 @@ def all_scenarios() -> list[Scenario]:
         *compaction.scenarios(),
         *brokers.scenarios(),
         *share.scenarios(),
+        *streams.scenarios(),
     ]
     names = [s.name for s in found]
     duplicates = {n for n in names if names.count(n) > 1}

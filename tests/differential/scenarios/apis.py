@@ -98,6 +98,10 @@ MINIMAL: dict[int, dict[str, Any]] = {
     80: {"cluster_id": None, "timeout_ms": 1000, "voter_id": 99, "voter_directory_id": uuid.UUID(int=1),
          "listeners": [], "ack_when_committed": True},
     81: {"cluster_id": None, "voter_id": 99, "voter_directory_id": uuid.UUID(int=1)},
+    88: {"group_id": GROUP, "member_id": "differential-unknown-member", "member_epoch": 1},
+    89: {"group_ids": [GROUP]},
+    93: {"group_id": GROUP, "member_id": "differential-unknown-member", "topology_epoch": 1,
+         "topology_description": {"subtopologies": [], "global_stores": []}},
 }
 
 
