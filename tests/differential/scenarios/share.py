@@ -367,7 +367,13 @@ def offsets_scenarios() -> list[Scenario]:
                 {"group_ids": [created], "include_authorized_operations": False},
                 label="ShareGroupDescribe-not-created",
             ),
-            alter_offsets(created, [(created, [(0, 4)])], label="AlterShareGroupOffsets-new-group"),
+            alter_offsets(
+                created,
+                [(created, [(0, 4)])],
+                label="AlterShareGroupOffsets-new-group",
+                # until Kafka's group and share coordinators see the new topic
+                settle=15.0,
+            ),
             step(
                 SGD,
                 1,
