@@ -23,8 +23,10 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from broker import MockCluster
+from tests.java.runner import run_java
 
 APP = "streams-totals"
+ADMIN = "mockbroker.StreamsGroupAdmin"
 INPUT, WINDOWED, TOTALS = "payments", "window-totals-out", "user-totals-out"
 REPARTITION = f"{APP}-by-user-repartition"
 WINDOW_CHANGELOG = f"{APP}-window-totals-changelog"
@@ -435,3 +437,36 @@ def test_exactly_once_with_the_streams_rebalance_protocol(
     assert not sent & {"JoinGroup", "SyncGroup", "CreateTopics"}
     group = cluster.describe_group(APP)
     assert group is not None and group["type"] == "streams"
+
+
+def test_the_admin_clients_streams_group_calls(
+    java_classpath: str, cluster: MockCluster, tmp_path: Path
+) -> None:
+    """Java's Admin on a streams group: described while the application runs (its two
+    stream threads are the members, every task assigned once), listed as a streams group;
+    once it has stopped, its committed offsets listed, altered and deleted, and the group
+    deleted."""
+    start = (int(time.time() * 1000) // WINDOW_MS - 6) * WINDOW_MS
+    sent = payments(100, seed=7, start=start)
+    run = Run(java_classpath, cluster, tmp_path, pace_ms=0, group_protocol="streams")
+    try:
+        produce(cluster, sent, 0)
+        run.reader.read_until(count_updates(*expected(sent)), run.streams)
+        described = run_java(java_classpath, "describe", cluster.bootstrap_servers, APP, main=ADMIN)
+        run.stop()
+    finally:
+        run.streams.kill()
+        run.reader.close()
+    assert described["state"] == "Stable" and described["members"] == 2 and described["epochs_match"]
+    assert described["assignor"] == "sticky"
+    assert described["active_tasks"] == ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+    assert described["subtopologies"]["0"]["source"] == [INPUT]
+    assert described["subtopologies"]["1"]["changelogs"] == sorted([TOTALS_CHANGELOG, WINDOW_CHANGELOG])
+    assert described["listed"] == [f"{APP}:Streams"]
+    topic = cluster.state.topics[INPUT]
+    ends = {str(p): cluster.on_loop(lambda p=p: topic.partitions[p].log.log_end_offset) for p in range(3)}
+    offsets = run_java(java_classpath, "offsets", cluster.bootstrap_servers, APP, INPUT, main=ADMIN)
+    assert offsets["committed"] == ends  # everything read was committed
+    assert offsets["altered"] == {**ends, "0": 0}
+    assert offsets["after_delete"] == {"0": 0, "2": ends["2"]}
+    assert offsets["listed_after_delete"] == []
