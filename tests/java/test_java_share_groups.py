@@ -100,3 +100,4 @@ def test_admin_lists_alters_and_deletes_share_group_offsets(
     assert result["consumed_after_alter"] == [2, 3, 4, 5, 6, 7, 8, 9]
     assert result["after_consume"] == {"offsets-0": {"lag": 0, "leader_epoch": 0, "start": 10}}
     assert result["after_delete"] == {}
+    assert_java_sent(cluster, "share-offsets")
