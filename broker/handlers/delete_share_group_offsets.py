@@ -16,7 +16,7 @@ from broker.context import RequestContext
 from broker.error_responses import TOP_LEVEL
 from broker.handlers.spec import ALWAYS
 from broker.security.acls import Operation, ResourceType
-from broker.security.authorization import Authorization, on_group
+from broker.security.authorization import GROUP, Access, Authorization, Handler
 from broker.state.consumer_groups import HeartbeatError
 from broker.state.features import SHARE_VERSION
 from messages.registry import response_class
@@ -25,9 +25,19 @@ from protocol.errors import ErrorCode
 
 API_KEY = ApiKey.DELETE_SHARE_GROUP_OFFSETS
 VERSIONS = (0, 0)
+
+
+def _on_group(access: Access, ctx: RequestContext, request: Any, call: Handler) -> Any:
+    """DELETE on the group, else GROUP_AUTHORIZATION_FAILED with its message (Kafka's
+    getErrorResponse of the exception)."""
+    if not access.allows(Operation.DELETE, GROUP, request.group_id):
+        return _failed(ctx, ErrorCode.GROUP_AUTHORIZATION_FAILED, "Group authorization failed.")
+    return call(ctx, request)
+
+
 AUTHORIZATION = Authorization(
     "DELETE on the group; READ on each topic (a refused one answers TOPIC_AUTHORIZATION_FAILED)",
-    on_group(Operation.DELETE),
+    _on_group,
 )
 ENABLED = ALWAYS
 ERROR_RESPONSE = TOP_LEVEL
