@@ -8,12 +8,22 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from broker import MockCluster
-from broker.state.streams_groups import EMPTY_TARGET, Target, sticky_assign
+from broker.state.streams_groups import (
+    EMPTY_TARGET,
+    INCORRECTLY_PARTITIONED_TOPICS,
+    Target,
+    configure,
+    sticky_assign,
+)
+from broker.state.streams_groups import Subtopology as StreamsSubtopology
+from broker.state.streams_groups import TopicInfo as StreamsTopicInfo
+from broker.state.streams_groups import Topology as StreamsTopology
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -301,3 +311,73 @@ def test_the_sticky_assignor_keeps_tasks_where_they_ran() -> None:
     )
     assert kept == 4 and all(sum(map(len, again[m].active.values())) == 2 for m in "abc")
     assert isinstance(again["c"], Target)
+
+
+def _cluster_with(**topics: int) -> Any:
+    """What `configure` reads of a cluster: topics and their partition counts."""
+    return SimpleNamespace(topics={name: SimpleNamespace(partitions=[None] * n) for name, n in topics.items()})
+
+
+def test_the_broker_decides_the_internal_topics_partition_counts() -> None:
+    """InternalTopicManager: a repartition topic gets the partitions of what feeds it, a
+    changelog its subtopology's input's; co-partitioned sources must agree, and an
+    existing internal topic must have the count decided."""
+    feeding = sub("0", sources=("orders",), sinks=("app-repartition",))
+    reading = sub(
+        "1",
+        repartition_sources=(info("app-repartition"),),
+        changelogs=(info("app-store-changelog"),),
+    )
+    topology_ = StreamsTopology(1, (feeding, reading))
+    configured = configure(topology_, _cluster_with(orders=6))
+    assert configured.tasks == {"0": 6, "1": 6}
+    assert {n: t.partitions for n, t in configured.to_create.items()} == {
+        "app-repartition": 6,
+        "app-store-changelog": 6,
+    }
+    assert configured.error is not None and configured.error.status == MISSING_INTERNAL_TOPICS
+    wrong = configure(topology_, _cluster_with(orders=6, **{"app-store-changelog": 2}))
+    assert wrong.error is not None and (wrong.error.status, wrong.error.message) == (
+        INCORRECTLY_PARTITIONED_TOPICS,
+        "Existing topic app-store-changelog has different number of partitions: expected 6, found 2",
+    )
+    joined = StreamsTopology(1, (sub("0", sources=("left", "right"), copartition=(((0, 1), ()),)),))
+    mismatch = configure(joined, _cluster_with(left=3, right=4))
+    assert mismatch.error is not None and (mismatch.error.status, mismatch.error.message) == (
+        INCORRECTLY_PARTITIONED_TOPICS,
+        "Following topics do not have the same number of partitions: [{left=3, right=4}]",
+    )
+    assert configure(joined, _cluster_with(left=4, right=4)).ready
+
+
+def sub(
+    sid: str,
+    sources: tuple[str, ...] = (),
+    sinks: tuple[str, ...] = (),
+    repartition_sources: tuple[StreamsTopicInfo, ...] = (),
+    changelogs: tuple[StreamsTopicInfo, ...] = (),
+    copartition: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...] = (),
+) -> StreamsSubtopology:
+    return StreamsSubtopology(sid, sources, sinks, changelogs, repartition_sources, copartition)
+
+
+def info(name: str) -> StreamsTopicInfo:
+    return StreamsTopicInfo(name)
+
+
+def test_a_topology_description_is_refused_without_a_plugin(cluster: MockCluster) -> None:
+    """StreamsGroupTopologyDescriptionUpdate as on a Kafka broker without a topology
+    description plugin (the default): refused, whatever the group."""
+    update = request_class(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+    description = update.TopologyDescription(subtopologies=[], global_stores=[])
+    member = Member(cluster, "m1", "p1")
+    try:
+        answer = member.send(
+            update[0](group_id="app", member_id="m1", topology_epoch=1, topology_description=description)
+        )
+        assert (answer.error_code, answer.error_message) == (
+            ErrorCode.UNSUPPORTED_VERSION,
+            "The broker has no streams group topology description plugin configured.",
+        )
+    finally:
+        member.close()

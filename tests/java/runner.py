@@ -60,10 +60,15 @@ JAVA_SENDS: dict[str, frozenset[str]] = {
     "share-offsets": frozenset(
         {"DescribeShareGroupOffsets", "AlterShareGroupOffsets", "DeleteShareGroupOffsets"}
     ),
+    "streams-admin": frozenset({"StreamsGroupHeartbeat", "StreamsGroupDescribe"}),
 }
 
 NOT_SENT_BY_JAVA = {
     "AlterConfigs": "kafka-clients 4.0 removed Admin.alterConfigs; kafka-python's admin client sends it",
+    "StreamsGroupTopologyDescriptionUpdate": (
+        "Kafka Streams sends it when a heartbeat asks for the topology's description, which a broker "
+        "without a topology description plugin (Kafka's default, and this one) never does; raw frames send it"
+    ),
 }
 
 

@@ -23,7 +23,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from broker import MockCluster
-from tests.java.runner import run_java
+from tests.java.runner import assert_java_sent, run_java
 
 APP = "streams-totals"
 ADMIN = "mockbroker.StreamsGroupAdmin"
@@ -454,6 +454,7 @@ def test_the_admin_clients_streams_group_calls(
         run.reader.read_until(count_updates(*expected(sent)), run.streams)
         described = run_java(java_classpath, "describe", cluster.bootstrap_servers, APP, main=ADMIN)
         run.stop()
+        assert_java_sent(cluster, "streams-admin")
     finally:
         run.streams.kill()
         run.reader.close()
