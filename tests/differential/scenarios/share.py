@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.model import Later, Scenario, Step
+from tests.differential.scenarios import acls
 from tests.differential.scenarios.configs import incremental
 from tests.differential.scenarios.groups import delete_groups, describe_groups, step, with_topic
 from tests.differential.scenarios.records import batch, produce, records
@@ -393,7 +394,7 @@ def offsets_scenarios() -> list[Scenario]:
         family=FAMILY,
         steps=[describe_offsets(beyond, [(beyond, [5])], label="DescribeShareGroupOffsets-partition-beyond")],
     )
-    out = [life, create, partition_beyond]
+    out = [life, create, partition_beyond, authorized_scenario()]
     missing = "share-offsets-missing"
     for label, first in (
         ("delete-missing", delete_offsets(missing, [missing])),
@@ -423,6 +424,37 @@ def offsets_scenarios() -> list[Scenario]:
         )
     )
     return out
+
+
+def authorized_scenario() -> Scenario:
+    """The offset APIs under StandardAuthorizer (the acls family's layout): alice without
+    ACLs on the group, then on the group but not the topic, then on both."""
+    g = "share-offsets-acl"
+    alice: dict[str, Any] = {"user": acls.USER}
+
+    def grant(operations: list[tuple[int, str, int]]) -> Step:
+        return acls.create_acls([acls.acl(kind, name, op) for kind, name, op in operations], compare=False)
+
+    steps = [
+        *acls.create_topic(g),
+        share_state_ready(g),
+        describe_offsets(g, None, label="DescribeShareGroupOffsets-no-group-acl", **alice),
+        alter_offsets(g, [(g, [(0, 0)])], label="AlterShareGroupOffsets-no-group-acl", **alice),
+        delete_offsets(g, [g], label="DeleteShareGroupOffsets-no-group-acl", **alice),
+        grant([(acls.GROUP, g, acls.DESCRIBE), (acls.GROUP, g, acls.READ), (acls.GROUP, g, acls.DELETE)]),
+        describe_offsets(
+            g, [(g, [0])], label="DescribeShareGroupOffsets-no-topic-acl", settle=acls.SETTLE, **alice
+        ),
+        describe_offsets(g, None, label="DescribeShareGroupOffsets-all-no-topic-acl", **alice),
+        alter_offsets(g, [(g, [(0, 0)])], label="AlterShareGroupOffsets-no-topic-acl", **alice),
+        delete_offsets(g, [g], label="DeleteShareGroupOffsets-no-topic-acl", **alice),
+        grant([(acls.TOPIC, g, acls.DESCRIBE), (acls.TOPIC, g, acls.READ)]),
+        alter_offsets(g, [(g, [(0, 0)])], label="AlterShareGroupOffsets-granted", settle=15.0, **alice),
+        describe_offsets(g, None, label="DescribeShareGroupOffsets-granted", settle=acls.SETTLE, **alice),
+        delete_offsets(g, [g], label="DeleteShareGroupOffsets-granted", **alice),
+        delete_groups([g], compare=False),
+    ]
+    return Scenario(g, FAMILY, tuple(steps), config=acls.CONFIG)
 
 
 def _consumer_heartbeat(group: str, epoch: int, topics: list[str] | None) -> Step:
