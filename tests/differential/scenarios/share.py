@@ -5,7 +5,9 @@ a share group; ShareFetch and ShareAcknowledge: records acquired by a group set 
 at the earliest offset, accepted, released and delivered again, acknowledgements of
 records not acquired, and the share session's epochs (not found, wrong, acknowledgements
 in an opening request, epoch 0 for ShareAcknowledge, the final epoch, a closed session);
-FindCoordinator for share-partition keys.
+FindCoordinator for share-partition keys; DescribeShareGroupOffsets,
+AlterShareGroupOffsets and DeleteShareGroupOffsets through a group's life, for missing
+groups and another type's, and under StandardAuthorizer.
 
 Kafka assigns a share partition in the background once it is initialized, so the member
 heartbeats, and the first fetch is repeated, on each side (`Step.until`) until it is
