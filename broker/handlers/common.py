@@ -111,8 +111,12 @@ def group_describe_refusal(
     return None
 
 
-def failed_group_description(described: Any, group_id: str, code: int, message: str | None) -> Any:
-    """A DescribedGroup of ConsumerGroupDescribe or ShareGroupDescribe that failed."""
+def failed_group_description(
+    described: Any, group_id: str, code: int, message: str | None, **fields: Any
+) -> Any:
+    """A DescribedGroup of ConsumerGroupDescribe, ShareGroupDescribe or
+    StreamsGroupDescribe that failed (`fields`: the API's own, at their defaults)."""
+    defaults = {"assignor_name": "", "authorized_operations": None}
     return described(
         error_code=code,
         error_message=message,
@@ -120,9 +124,8 @@ def failed_group_description(described: Any, group_id: str, code: int, message: 
         group_state="",
         group_epoch=0,
         assignment_epoch=0,
-        assignor_name="",
         members=[],
-        authorized_operations=None,
+        **{**defaults, **fields},
     )
 
 

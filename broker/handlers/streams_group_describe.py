@@ -7,7 +7,7 @@ from typing import Any
 
 from broker.context import RequestContext
 from broker.error_responses import Level, mirrors
-from broker.handlers.common import group_describe_refusal
+from broker.handlers.common import failed_group_description, group_describe_refusal
 from broker.handlers.spec import ALWAYS
 from broker.security import authorization
 from broker.security.acls import Operation, ResourceType
@@ -42,19 +42,16 @@ NOT_REQUESTED, NOT_STORED = 0, 1
 
 
 def _failed(group_id: str, code: int, message: str | None) -> Any:
-    return Described(
-        error_code=code,
-        error_message=message,
-        group_id=group_id,
-        group_state="",
-        group_epoch=0,
-        assignment_epoch=0,
-        topology=None,
-        members=[],
+    return failed_group_description(
+        Described,
+        group_id,
+        code,
+        message,
+        assignor_name=None,
         authorized_operations=-2147483648,
+        topology=None,
         topology_description=None,
         topology_description_status=NOT_REQUESTED,
-        assignor_name=None,
     )
 
 

@@ -72,6 +72,18 @@ class HeartbeatError(Exception):
         self.message = message
 
 
+def group_not_found(group_id: str) -> HeartbeatError:
+    """GroupMetadataManager.group's GroupIdNotFoundException."""
+    return HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+
+
+def unknown_member(member_id: str, group_id: str) -> HeartbeatError:
+    """The UnknownMemberIdException of a heartbeat from a member the group does not have."""
+    return HeartbeatError(
+        ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group {group_id}."
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ClassicMemberMetadata:
     """What a classic-protocol member of a consumer group said in its JoinGroup."""
@@ -512,10 +524,7 @@ class ConsumerGroupManager:
         member = group.members.get(member_id)
         if member is None:
             if not joining:
-                raise HeartbeatError(
-                    ErrorCode.UNKNOWN_MEMBER_ID,
-                    f"Member {member_id} is not a member of group {group.group_id}.",
-                )
+                raise unknown_member(member_id, group.group_id)
             log.info("group %s: member %s joins the consumer group", group.group_id, member_id)
             return ConsumerMember(member_id, previous_member_epoch=-1)
         _check_epoch(member, request.member_epoch, request.owned)
@@ -576,14 +585,11 @@ class ConsumerGroupManager:
     def _leave(self, request: HeartbeatRequest) -> HeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+            raise group_not_found(request.group_id)
         if request.instance_id is None:
             member = group.members.get(request.member_id)
             if member is None:
-                raise HeartbeatError(
-                    ErrorCode.UNKNOWN_MEMBER_ID,
-                    f"Member {request.member_id} is not a member of group {group.group_id}.",
-                )
+                raise unknown_member(request.member_id, group.group_id)
             log.info("group %s: member %s left the consumer group", group.group_id, member.member_id)
             self.fence_member(group, member)
             return HeartbeatResult(request.member_id, request.member_epoch, 0)

@@ -23,7 +23,7 @@ from typing import Any
 
 from broker.config.group_configs import group_config
 from broker.state.cluster import ClusterState
-from broker.state.consumer_groups import HeartbeatError
+from broker.state.consumer_groups import HeartbeatError, group_not_found, unknown_member
 from broker.state.timers import Timers
 from protocol.errors import ErrorCode
 
@@ -345,10 +345,7 @@ class StreamsGroupManager:
         member = group.members.get(request.member_id)
         if member is None:
             if not joining:
-                raise HeartbeatError(
-                    ErrorCode.UNKNOWN_MEMBER_ID,
-                    f"Member {request.member_id} is not a member of group {request.group_id}.",
-                )
+                raise unknown_member(request.member_id, request.group_id)
             member = StreamsMember(request.member_id)
         else:
             _check_member_epoch(member, request)
@@ -677,14 +674,11 @@ class StreamsGroupManager:
     def _leave(self, request: StreamsHeartbeat) -> StreamsHeartbeatResult:
         group = self.groups.get(request.group_id)
         if group is None:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request.group_id} not found.")
+            raise group_not_found(request.group_id)
         if request.shutdown_application and group.shutdown_requested_by is None:
             group.shutdown_requested_by = request.member_id
         if request.member_id not in group.members:
-            raise HeartbeatError(
-                ErrorCode.UNKNOWN_MEMBER_ID,
-                f"Member {request.member_id} is not a member of group {request.group_id}.",
-            )
+            raise unknown_member(request.member_id, request.group_id)
         self.remove_member(group, request.member_id)
         return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [], left=True)
 
