@@ -256,6 +256,12 @@ class GroupCoordinator:
             if consumer_group.members:  # a classic member in a consumer group: answered at once
                 return self.consumer.classic_join(consumer_group, request)
             self.consumer.delete(group_id)  # an empty consumer group becomes a classic one
+        streams_group = self.streams.groups.get(group_id)
+        if group_id in self.share.groups or (streams_group is not None and streams_group.members):
+            # GroupMetadataManager.classicGroupJoin: a group of another protocol
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+        if streams_group is not None:
+            self.streams.delete(group_id)  # an empty streams group becomes a classic one
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         self._join(request, future)
         return await future

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from kafka.protocol.consumer import JoinGroupRequest
 
 from broker import MockCluster
 from broker.state.streams_groups import (
@@ -379,5 +380,36 @@ def test_a_topology_description_is_refused_without_a_plugin(cluster: MockCluster
             ErrorCode.UNSUPPORTED_VERSION,
             "The broker has no streams group topology description plugin configured.",
         )
+    finally:
+        member.close()
+
+
+def test_a_classic_join_to_a_streams_group(cluster: MockCluster) -> None:
+    """GroupMetadataManager.classicGroupJoin: refused while the streams group has members
+    (INCONSISTENT_GROUP_PROTOCOL); an empty one becomes a classic group."""
+    cluster.create_topic("input", partitions=1)
+    member = Member(cluster, "m1", "p1")
+    try:
+        member.heartbeat()
+
+        def join() -> Any:
+            return member.send(
+                JoinGroupRequest[5](
+                    group_id="app",
+                    session_timeout_ms=10_000,
+                    rebalance_timeout_ms=10_000,
+                    member_id="",
+                    group_instance_id="classic",
+                    protocol_type="consumer",
+                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")],
+                )
+            )
+
+        refused = join()
+        assert (refused.error_code, refused.member_id) == (ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "")
+        member.heartbeat(epoch=-1)
+        assert join().error_code == ErrorCode.NONE
+        described = cluster.describe_group("app")
+        assert described is not None and described["type"] == "classic"
     finally:
         member.close()
