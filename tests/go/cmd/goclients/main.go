@@ -30,6 +30,15 @@
 //	kgo-scram BOOTSTRAP SASL_BOOTSTRAP TOPIC
 //	    kadm creates a SCRAM-SHA-512 user; kgo logs in with it over SASL_PLAINTEXT and
 //	    produces; a wrong password and the deleted credential are refused
+//	kgo-share-consume BOOTSTRAP TOPIC GROUP MEMBERS COUNT
+//	    MEMBERS share consumers (KIP-932) in GROUP read COUNT records produced once the
+//	    group is stable, accepting implicitly; every delivery is counted per member
+//	kgo-share-acks BOOTSTRAP TOPIC GROUP
+//	    one share consumer releases, rejects and accepts records explicitly; prints every
+//	    delivery's delivery count
+//	kgo-share-lock-expiry BOOTSTRAP TOPIC GROUP
+//	    a share consumer holds three records past their acquisition lock; a second one is
+//	    delivered them again
 //	kadm BOOTSTRAP
 //	    the kadm admin client over topics, partitions, configs, offsets, records, groups,
 //	    ACLs, client quotas, SCRAM users, the cluster and transactions
@@ -80,6 +89,12 @@ func main() {
 		result = kgoRegex(ctx, bootstrap, args[0])
 	case "kgo-topic-configs":
 		result = kgoTopicConfigs(ctx, bootstrap)
+	case "kgo-share-consume":
+		result = kgoShareConsume(ctx, bootstrap, args[0], args[1], atoi(args[2]), atoi(args[3]))
+	case "kgo-share-acks":
+		result = kgoShareAcks(ctx, bootstrap, args[0], args[1])
+	case "kgo-share-lock-expiry":
+		result = kgoShareLockExpiry(ctx, bootstrap, args[0], args[1])
 	case "kadm-errors":
 		result = kadmErrors(ctx, bootstrap)
 	case "kadm":
