@@ -27,8 +27,9 @@ class GroupConfig:
     name: str
     broker_default: str | None  # the broker config whose value applies when the group sets none
     documentation: str
-    type: str = "int"  # DescribeConfigs' type: "int" or "string"
+    type: str = "int"  # DescribeConfigs' type: "int", "long", "boolean" or "string"
     default: str = ""  # the value when no broker config stands behind it
+    listed: bool = True  # False: accepted and validated, but DescribeConfigs leaves it out (Kafka 4.4)
 
 
 GROUP_CONFIGS: dict[str, GroupConfig] = {
@@ -124,18 +125,21 @@ GROUP_CONFIGS: dict[str, GroupConfig] = {
         GroupConfig(
             "streams.task.offset.interval.ms",
             "group.streams.task.offset.interval.ms",
-            "The interval in which members report their task offsets.",
+            "The interval in which members report their task offsets (told to members in the heartbeat).",
+            listed=False,
         ),
         GroupConfig(
             "streams.num.warmup.replicas",
             "group.streams.num.warmup.replicas",
-            "The number of warm-up replicas for each stateful task.",
+            "The number of warm-up replicas for each stateful task (validated; this broker assigns none).",
+            listed=False,
         ),
         GroupConfig(
             "streams.acceptable.recovery.lag",
             "group.streams.acceptable.recovery.lag",
-            "The lag under which a member counts as caught up on a task.",
+            "The lag under which a member counts as caught up on a task (told to members in the heartbeat).",
             type="long",
+            listed=False,
         ),
     )
 }
@@ -164,7 +168,7 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
     values: dict[str, int] = {}
     for name, config in GROUP_CONFIGS.items():
         raw = configs.get(name)
-        if config.type != "int" or config.broker_default is None:
+        if config.type not in ("int", "long") or config.broker_default is None:
             if raw is not None and (reason := _string_config_error(name, raw)) is not None:
                 return reason
             continue
@@ -174,61 +178,46 @@ def group_configs_error(configs: Mapping[str, str], broker: BrokerConfigs) -> st
         try:
             values[name] = int(raw.strip())
         except ValueError:
+            return f"Invalid value {raw} for configuration {name}: Not a number of type {config.type.upper()}"
+        if config.type == "int" and not -(2**31) <= values[name] < 2**31:
             return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
-        if not -(2**31) <= values[name] < 2**31:
-            return f"Invalid value {raw} for configuration {name}: Not a number of type INT"
-        least = 0 if name in _MAY_BE_ZERO else 1
-        if values[name] < least:
-            return f"Invalid value {raw} for configuration {name}: Value must be at least {least}"
-    heartbeat, session = values["consumer.heartbeat.interval.ms"], values["consumer.session.timeout.ms"]
-    bounds = (
-        (
-            heartbeat,
-            "consumer.heartbeat.interval.ms",
-            "group.consumer.min.heartbeat.interval.ms",
-            "group.consumer.max.heartbeat.interval.ms",
-        ),
-        (
-            session,
-            "consumer.session.timeout.ms",
-            "group.consumer.min.session.timeout.ms",
-            "group.consumer.max.session.timeout.ms",
-        ),
-    )
-    for value, name, low, high in bounds:
-        if not broker.get_int(low) <= value <= broker.get_int(high):
-            return f"{name} must be in the range {broker.get_int(low)} to {broker.get_int(high)} inclusive."
-    if session <= heartbeat:
-        return "consumer.session.timeout.ms must be greater than consumer.heartbeat.interval.ms"
-    for name, (low_name, least_value, high_name, most_value) in SHARE_BOUNDS.items():
-        if name in configs and values[name] < least_value:
-            return f"{name} must be greater than or equal to {low_name}"
-        if name in configs and values[name] > most_value:
-            return f"{name} must be less than or equal to {high_name}"
-    if values["share.session.timeout.ms"] <= values["share.heartbeat.interval.ms"]:
-        return "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"
+        at_least = 0 if name in _MAY_BE_ZERO else 1
+        if values[name] < at_least:
+            return f"Invalid value {raw} for configuration {name}: Value must be at least {at_least}"
+    for name, least, most in _BOUNDS:
+        low = broker.get_int(least) if isinstance(least, str) else least
+        high = broker.get_int(most) if isinstance(most, str) else most
+        value = values[name]
+        if low is not None and high is not None and not low <= value <= high:
+            return f"{name} must be in the range {low} to {high} inclusive."
+        if low is not None and high is None and value < low:
+            return f"{name} must be greater than or equal to {low}"
+        if high is not None and low is None and value > high:
+            return f"{name} must be less than or equal to {high}"
+    for kind in ("consumer", "share", "streams"):
+        if values[f"{kind}.session.timeout.ms"] <= values[f"{kind}.heartbeat.interval.ms"]:
+            return f"{kind}.session.timeout.ms must be greater than {kind}.heartbeat.interval.ms"
     return None
 
 
-# A share group's own values are bounded by broker configs (ShareGroupConfig,
-# GroupCoordinatorConfig) this broker keeps at Kafka's defaults.
-SHARE_BOUNDS: dict[str, tuple[str, int, str, int]] = {
-    "share.session.timeout.ms": (
-        "group.share.min.session.timeout.ms", 45000, "group.share.max.session.timeout.ms", 60000
-    ),
-    "share.heartbeat.interval.ms": (
-        "group.share.min.heartbeat.interval.ms", 5000, "group.share.max.heartbeat.interval.ms", 15000
-    ),
-    "share.record.lock.duration.ms": (
-        "group.share.min.record.lock.duration.ms", 15000, "group.share.max.record.lock.duration.ms", 60000
-    ),
-    "share.delivery.count.limit": (
-        "group.share.min.delivery.count.limit", 2, "group.share.max.delivery.count.limit", 10
-    ),
-    "share.partition.max.record.locks": (
-        "group.share.min.partition.max.record.locks", 100, "group.share.max.partition.max.record.locks", 4000
-    ),
-}  # fmt: skip
+# GroupConfig.validate's bounds (Kafka 4.4), in its order: (config, least, most), each
+# bound a broker config, a number (the default of a broker config this broker keeps
+# fixed) or None (unbounded).
+_BOUNDS: tuple[tuple[str, str | int | None, str | int | None], ...] = (
+    ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+    ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    ("share.heartbeat.interval.ms", 5000, 15000),
+    ("share.session.timeout.ms", 45000, 60000),
+    ("share.record.lock.duration.ms", 15000, 60000),
+    ("share.delivery.count.limit", 2, 10),
+    ("share.partition.max.record.locks", 100, 4000),
+    ("streams.heartbeat.interval.ms", 5000, 15000),
+    ("streams.session.timeout.ms", 45000, 60000),
+    ("streams.num.standby.replicas", None, 2),
+    ("streams.assignment.interval.ms", 0, 15000),
+    ("streams.task.offset.interval.ms", 15000, None),
+    ("streams.num.warmup.replicas", None, 20),
+)  # fmt: skip
 
 
 _ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
@@ -239,6 +228,7 @@ _MAY_BE_ZERO = frozenset(
         "streams.initial.rebalance.delay.ms",
         "streams.assignment.interval.ms",
         "streams.num.warmup.replicas",
+        "streams.acceptable.recovery.lag",
     }
 )
 

@@ -149,6 +149,8 @@ def _group_configs(ctx: RequestContext, request: Any, group_id: str) -> list[Any
     overrides = ctx.cluster.group_configs.get(group_id, {})
     entries = []
     for config in GROUP_CONFIGS.values():
+        if not config.listed:
+            continue
         candidates: Candidates = []
         if config.name in overrides:
             candidates.append((config.name, overrides[config.name], SOURCE_GROUP))

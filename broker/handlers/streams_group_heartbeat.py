@@ -17,9 +17,7 @@ from broker.state.cluster import ClusterError, validate_topic_name
 from broker.state.consumer_groups import HeartbeatError
 from broker.state.features import STREAMS_VERSION
 from broker.state.streams_groups import (
-    ACCEPTABLE_RECOVERY_LAG,
     MISSING_INTERNAL_TOPICS,
-    TASK_OFFSET_INTERVAL_MS,
     StreamsHeartbeat,
     StreamsHeartbeatResult,
     Subtopology,
@@ -259,9 +257,10 @@ def _answer(ctx: RequestContext, result: StreamsHeartbeatResult) -> Any:
         member_id=result.member_id,
         member_epoch=result.member_epoch,
         heartbeat_interval_ms=result.heartbeat_interval_ms,
-        acceptable_recovery_lag_legacy=0 if result.left else ACCEPTABLE_RECOVERY_LAG,
-        acceptable_recovery_lag=-1 if result.left else ACCEPTABLE_RECOVERY_LAG,
-        task_offset_interval_ms=0 if result.left else TASK_OFFSET_INTERVAL_MS,
+        # v0's int32 field: a lag past it is capped
+        acceptable_recovery_lag_legacy=max(0, min(result.acceptable_recovery_lag, 2**31 - 1)),
+        acceptable_recovery_lag=result.acceptable_recovery_lag,
+        task_offset_interval_ms=result.task_offset_interval_ms,
         status=[Response.Status(status_code=code, status_detail=text) for code, text in result.status],
         active_tasks=task_ids(assignment.active) if assignment else None,
         standby_tasks=task_ids(assignment.standby) if assignment else None,

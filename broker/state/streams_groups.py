@@ -43,9 +43,6 @@ LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
 # StreamsGroupHeartbeatResponse.Status
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS = 0, 1, 2
 MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
-# What the heartbeat tells members about task offsets (GroupCoordinatorConfig defaults).
-TASK_OFFSET_INTERVAL_MS = 60_000
-ACCEPTABLE_RECOVERY_LAG = 10_000
 STANDBY_REPLICAS = "num.standby.replicas"  # the assignment config the sticky assignor reads
 
 Tasks = dict[str, frozenset[int]]  # subtopology id -> partitions
@@ -186,6 +183,8 @@ class StreamsHeartbeatResult:
     )
     topics_to_create: dict[str, TopicInfo] = field(default_factory=dict)
     left: bool = False  # a leave's answer: member id, epoch and status only
+    task_offset_interval_ms: int = 0
+    acceptable_recovery_lag: int = -1
 
 
 class StreamsGroup:
@@ -428,6 +427,8 @@ class StreamsGroupManager:
             reconciled.member_epoch,
             self.config_int(group.group_id, "streams.heartbeat.interval.ms"),
             status,
+            task_offset_interval_ms=self.config_int(group.group_id, "streams.task.offset.interval.ms"),
+            acceptable_recovery_lag=self.config_int(group.group_id, "streams.acceptable.recovery.lag"),
         )
         if (
             joining

@@ -60,9 +60,6 @@ def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
         "streams.num.standby.replicas": ("0", "DEFAULT_CONFIG"),
         "streams.initial.rebalance.delay.ms": ("3000", "DEFAULT_CONFIG"),
         "streams.assignment.interval.ms": ("1000", "DEFAULT_CONFIG"),
-        "streams.task.offset.interval.ms": ("60000", "DEFAULT_CONFIG"),
-        "streams.num.warmup.replicas": ("2", "DEFAULT_CONFIG"),
-        "streams.acceptable.recovery.lag": ("10000", "DEFAULT_CONFIG"),
     }
     wire = Wire(cluster)
     assert wire.join("a").heartbeat_interval_ms == 200
@@ -92,11 +89,27 @@ def test_group_configs_are_set_described_and_used(cluster: MockCluster) -> None:
         ({"share.fancy": "1"}, "Unknown group config name: share.fancy"),
         (
             {"share.record.lock.duration.ms": "1000"},
-            "share.record.lock.duration.ms must be greater than or equal to group.share.min.record.lock.duration.ms",
+            "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive.",
         ),
         (
             {"share.delivery.count.limit": "11"},
-            "share.delivery.count.limit must be less than or equal to group.share.max.delivery.count.limit",
+            "share.delivery.count.limit must be in the range 2 to 10 inclusive.",
+        ),
+        (
+            {"streams.session.timeout.ms": "1000"},
+            "streams.session.timeout.ms must be in the range 45000 to 60000 inclusive.",
+        ),
+        (
+            {"streams.num.standby.replicas": "5"},
+            "streams.num.standby.replicas must be less than or equal to 2",
+        ),
+        (
+            {"streams.task.offset.interval.ms": "1000"},
+            "streams.task.offset.interval.ms must be greater than or equal to 15000",
+        ),
+        (
+            {"streams.acceptable.recovery.lag": "-1"},
+            "Invalid value -1 for configuration streams.acceptable.recovery.lag: Value must be at least 0",
         ),
         (
             {"share.isolation.level": "dirty"},

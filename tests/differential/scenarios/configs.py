@@ -247,6 +247,19 @@ OTHER_OPS: list[tuple[str, list[tuple[int, str, Ops]]]] = [
     ("group-set-bad-number", [(GROUP, "configs-group", [("consumer.heartbeat.interval.ms", SET, "often")])]),
     ("group-set-unknown-key", [(GROUP, "configs-group", [("no.such.config", SET, "1")])]),
     ("group-empty-name", [(GROUP, "", [("consumer.session.timeout.ms", SET, "50000")])]),
+    ("group-set-share-lock-too-low", [(GROUP, "configs-group", [("share.record.lock.duration.ms", SET, "1000")])]),
+    ("group-set-streams-session-too-low", [(GROUP, "configs-group", [("streams.session.timeout.ms", SET, "1000")])]),
+    ("group-set-streams-standby-too-many", [(GROUP, "configs-group", [("streams.num.standby.replicas", SET, "5")])]),
+    (
+        "group-set-streams-task-offsets-too-often",
+        [(GROUP, "configs-group", [("streams.task.offset.interval.ms", SET, "1000")])],
+    ),
+    ("group-set-streams-warmups-too-many", [(GROUP, "configs-group", [("streams.num.warmup.replicas", SET, "50")])]),
+    ("group-set-streams-lag-negative", [(GROUP, "configs-group", [("streams.acceptable.recovery.lag", SET, "-1")])]),
+    (
+        "group-set-streams-assignment-interval-too-long",
+        [(GROUP, "configs-group", [("streams.assignment.interval.ms", SET, "20000")])],
+    ),
     (
         "metrics-set",
         [(METRICS, "configs-subscription", [("interval.ms", SET, "60000"), ("metrics", SET, "a,b")])],
