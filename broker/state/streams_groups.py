@@ -120,7 +120,7 @@ class StreamsMember:
     user_endpoint: tuple[str, int] | None = None
     client_tags: dict[str, str] = field(default_factory=dict)
     member_epoch: int = 0
-    previous_member_epoch: int = -1
+    previous_member_epoch: int = 0
     state: str = MEMBER_STABLE
     # active tasks with the epoch each was assigned in (TasksTupleWithEpochs)
     active: dict[str, dict[int, int]] = field(default_factory=dict)
@@ -226,6 +226,9 @@ class StreamsGroup:
             ):
                 return member.process_id
         return None
+
+    def static_member(self, instance_id: str) -> StreamsMember | None:
+        return next((m for m in self.members.values() if m.instance_id == instance_id), None)
 
     def holders(self, subtopology: str, partition: int, kind: str) -> set[str]:
         """The processes holding a standby or warm-up task."""
@@ -335,19 +338,12 @@ class StreamsGroupManager:
                 )
             group = StreamsGroup(request.group_id)
         if joining:
-            max_size = self.cluster.config.get_int("group.streams.max.size")
-            if len(group.members) >= max_size:
-                raise HeartbeatError(
-                    ErrorCode.GROUP_MAX_SIZE_REACHED,
-                    f"The streams group has reached its maximum capacity of {max_size} members.",
-                )
-        member = group.members.get(request.member_id)
-        if member is None:
-            if not joining:
-                raise unknown_member(request.member_id, request.group_id)
-            member = StreamsMember(request.member_id)
-        else:
-            _check_member_epoch(member, request)
+            self._check_room(group, request)
+        member, replaced = (
+            self._dynamic_member(group, request, joining)
+            if request.instance_id is None
+            else self._static_member(group, request, joining)
+        )
         status: list[Status] = []
 
         # 1. The member, as it now says it is.
@@ -365,7 +361,9 @@ class StreamsGroupManager:
             updated.client_tags = dict(request.client_tags)
         if request.user_endpoint is not None:
             updated.user_endpoint = request.user_endpoint
-        bump = request.member_id not in group.members or _metadata(updated) != _metadata(member)
+        bump = (replaced is None and request.member_id not in group.members) or _metadata(
+            updated
+        ) != _metadata(member)
 
         # 2. The topology: the first member's, then the same one.
         topology = self._topology(group, request)
@@ -401,6 +399,10 @@ class StreamsGroupManager:
         # Every check has passed: only now does the group change.
         was_empty = not group.members
         self.groups[group.group_id] = group
+        if replaced is not None:  # a static member back under a new member id takes over
+            group.members.pop(replaced.member_id, None)
+            group.target[member.member_id] = group.target.pop(replaced.member_id, EMPTY_TARGET)
+            self._cancel_timers(group.group_id, replaced.member_id)
         group.topology, group.configured, group.metadata_hash = topology, configured, metadata_hash
         if bump:
             group.group_epoch += 1
@@ -454,6 +456,58 @@ class StreamsGroupManager:
                 )
             )
         return result
+
+    def _check_room(self, group: StreamsGroup, request: StreamsHeartbeat) -> None:
+        """throwIfStreamsGroupIsFull: a static member's instance id or a known member id
+        always has room."""
+        if request.instance_id is not None and group.static_member(request.instance_id) is not None:
+            return
+        max_size = self.cluster.config.get_int("group.streams.max.size")
+        if len(group.members) >= max_size and request.member_id not in group.members:
+            raise HeartbeatError(
+                ErrorCode.GROUP_MAX_SIZE_REACHED,
+                f"The streams group has reached its maximum capacity of {max_size} members.",
+            )
+
+    @staticmethod
+    def _dynamic_member(
+        group: StreamsGroup, request: StreamsHeartbeat, joining: bool
+    ) -> tuple[StreamsMember, StreamsMember | None]:
+        member = group.members.get(request.member_id)
+        if member is None:
+            if not joining:
+                raise unknown_member(request.member_id, request.group_id)
+            return StreamsMember(request.member_id), None
+        _check_member_epoch(member, request)
+        return member, None
+
+    @staticmethod
+    def _static_member(
+        group: StreamsGroup, request: StreamsHeartbeat, joining: bool
+    ) -> tuple[StreamsMember, StreamsMember | None]:
+        """getOrMaybeCreateStaticStreamsGroupMember: (the member, the static member it
+        replaces or None), changing nothing yet. A static member that left with epoch -2
+        may come back under a new member id and keep its tasks."""
+        instance_id = request.instance_id
+        assert instance_id is not None
+        existing = group.static_member(instance_id)
+        if joining:
+            if existing is None:
+                return group.members.get(request.member_id) or StreamsMember(request.member_id), None
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(
+                    ErrorCode.UNRELEASED_INSTANCE_ID,
+                    f"Static member {request.member_id} with instance id {instance_id} cannot join the group "
+                    f"because the instance id is owned by {existing.member_id} member.",
+                )
+            return replace(
+                existing, member_id=request.member_id, member_epoch=0, previous_member_epoch=0
+            ), existing
+        if existing is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        _check_not_fenced(existing, request)
+        _check_member_epoch(existing, request)
+        return existing, None
 
     def _topology(self, group: StreamsGroup, request: StreamsHeartbeat) -> Topology:
         """maybeUpdateTopology: a group's topology cannot change (Kafka does not support it yet)."""
@@ -678,20 +732,41 @@ class StreamsGroupManager:
             raise group_not_found(request.group_id)
         if request.shutdown_application and group.shutdown_requested_by is None:
             group.shutdown_requested_by = request.member_id
-        if request.member_id not in group.members:
-            raise unknown_member(request.member_id, request.group_id)
-        self.remove_member(group, request.member_id)
-        return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [], left=True)
+        if request.instance_id is None:
+            if request.member_id not in group.members:
+                raise unknown_member(request.member_id, request.group_id)
+            self.remove_member(group, request.member_id)
+            return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [], left=True)
+        member = group.static_member(request.instance_id)
+        if member is None:
+            raise HeartbeatError(
+                ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {request.instance_id} is unknown."
+            )
+        _check_not_fenced(member, request)
+        if request.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
+            self.remove_member(group, member.member_id)
+            return StreamsHeartbeatResult(request.member_id, request.member_epoch, 0, [], left=True)
+        # streamsGroupStaticMemberGroupLeave: it keeps its tasks (their epochs back to 0)
+        # until its session times out or it comes back
+        member.member_epoch = LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        member.active = {sub: dict.fromkeys(parts, 0) for sub, parts in member.active.items()}
+        member.revoking_active, member.revoking_standby, member.revoking_warmup = {}, {}, {}
+        return StreamsHeartbeatResult(member.member_id, LEAVE_GROUP_STATIC_MEMBER_EPOCH, 0, [], left=True)
 
     def remove_member(self, group: StreamsGroup, member_id: str) -> None:
-        """streamsGroupFenceMember: the member and its target go, the group epoch is bumped."""
+        """streamsGroupFenceMember: the member and its target go, the group epoch is bumped
+        (and, the last member gone, the empty target assignment is at that epoch)."""
         group.members.pop(member_id, None)
         group.target.pop(member_id, None)
         group.group_epoch += 1
         if not group.members:
             group.shutdown_requested_by = None
-        self.timers.cancel(("streams-session-timeout", group.group_id, member_id))
-        self.timers.cancel(("streams-rebalance-timeout", group.group_id, member_id))
+            group.assignment_epoch, group.assignment_time_ms = group.group_epoch, 0
+        self._cancel_timers(group.group_id, member_id)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        self.timers.cancel(("streams-session-timeout", group_id, member_id))
+        self.timers.cancel(("streams-rebalance-timeout", group_id, member_id))
 
     def _schedule_session_timeout(self, group_id: str, member_id: str) -> None:
         def expire() -> None:
@@ -1174,6 +1249,16 @@ def _check_member_epoch(member: StreamsMember, request: StreamsHeartbeat) -> Non
                 f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
                 "rejoin.",
             )
+
+
+def _check_not_fenced(member: StreamsMember, request: StreamsHeartbeat) -> None:
+    """throwIfInstanceIdIsFenced: the instance id is another member's now."""
+    if member.member_id != request.member_id:
+        raise HeartbeatError(
+            ErrorCode.FENCED_INSTANCE_ID,
+            f"Static member {request.member_id} with instance id {request.instance_id} was fenced by member "
+            f"{member.member_id}.",
+        )
 
 
 def _contained(owned: Tasks | None, assigned: Tasks) -> bool:

@@ -413,3 +413,35 @@ def test_a_classic_join_to_a_streams_group(cluster: MockCluster) -> None:
         assert described is not None and described["type"] == "classic"
     finally:
         member.close()
+
+
+def test_a_static_member_comes_back_under_a_new_member_id(cluster: MockCluster) -> None:
+    """Static membership (an instance id): leaving with epoch -2 keeps the member's tasks;
+    a new member id with the instance id takes them over without a rebalance; an
+    instance id still in use is refused, and the replaced member id is fenced."""
+    cluster.create_topic("input", partitions=2)
+    cluster.create_topic(CHANGELOG, partitions=2, config={"cleanup.policy": "compact"})
+    first = Member(cluster, "m1", "p1")
+    second = Member(cluster, "m2", "p1")
+    try:
+        first.heartbeat(instance_id="i1")
+        assert first.active == {"0": [0, 1]}
+        taken = second.heartbeat(instance_id="i1")
+        assert (taken.error_code, taken.error_message) == (
+            ErrorCode.UNRELEASED_INSTANCE_ID,
+            "Static member m2 with instance id i1 cannot join the group because the instance id is owned by m1 member.",
+        )
+        epoch = cluster.describe_group("app")["group_epoch"]  # type: ignore[index]
+        left = first.heartbeat(epoch=-2, instance_id="i1")
+        assert (left.error_code, left.member_epoch) == (ErrorCode.NONE, -2)
+        back = second.heartbeat(instance_id="i1")
+        assert back.error_code == ErrorCode.NONE and second.active == {"0": [0, 1]}
+        assert cluster.describe_group("app")["group_epoch"] == epoch  # type: ignore[index]
+        fenced = first.heartbeat(epoch=first.epoch, instance_id="i1")
+        assert (fenced.error_code, fenced.error_message) == (
+            ErrorCode.FENCED_INSTANCE_ID,
+            "Static member m1 with instance id i1 was fenced by member m2.",
+        )
+    finally:
+        first.close()
+        second.close()

@@ -21,6 +21,7 @@ SGH, SGD, TOPOLOGY_UPDATE, LIST = 88, 89, 93, 16
 GROUP_RESOURCE, SET = 32, 0
 MEMBER = "streams-member-000000000000000000000"
 PROCESS = "process-00000000000000000000000000000"
+OTHER = "streams-member-111111111111111111111"
 KEEP = {"epoch": "member_epoch"}
 
 
@@ -44,9 +45,17 @@ def topology(source: str, changelog: str | None = None, partitions: int = 0, **e
     return {"epoch": 1, "subtopologies": [subtopology]}
 
 
-def heartbeat(group: str, epoch: Any, top: dict[str, Any] | None = None, version: int = 1, **kw: Any) -> Step:
+def heartbeat(
+    group: str,
+    epoch: Any,
+    top: dict[str, Any] | None = None,
+    version: int = 1,
+    fields: dict[str, Any] | None = None,
+    **kw: Any,
+) -> Step:
+    """A heartbeat of MEMBER (or `member`); `fields` override the request's."""
     joining = epoch == 0
-    fields = {
+    request = {
         "group_id": group,
         "member_id": kw.pop("member", MEMBER),
         "member_epoch": epoch,
@@ -64,8 +73,9 @@ def heartbeat(group: str, epoch: Any, top: dict[str, Any] | None = None, version
         "task_offsets": None,
         "task_end_offsets": None,
         "shutdown_application": False,
+        **(fields or {}),
     }
-    return step(SGH, version, fields, **kw)
+    return step(SGH, version, request, **kw)
 
 
 def has_tasks(answer: Any) -> bool:
@@ -74,7 +84,11 @@ def has_tasks(answer: Any) -> bool:
 
 
 def describe(groups: list[str], version: int = 1, **kw: Any) -> Step:
-    fields = {"group_ids": groups, "include_authorized_operations": False, "include_topology_description": True}
+    fields = {
+        "group_ids": groups,
+        "include_authorized_operations": False,
+        "include_topology_description": True,
+    }
     return step(SGD, version, fields, **kw)
 
 
@@ -95,7 +109,9 @@ def scenarios() -> list[Scenario]:
             heartbeat(g, 0, topology("streams-no-such-topic"), label="StreamsGroupHeartbeat-missing-source"),
             heartbeat(g, -1, label="StreamsGroupHeartbeat-leave-missing", compare=False),
             delete_groups([g], compare=False),
-            heartbeat(g, 0, topology(g, changelog), label="StreamsGroupHeartbeat-join", keep=KEEP, compare=False),
+            heartbeat(
+                g, 0, topology(g, changelog), label="StreamsGroupHeartbeat-join", keep=KEEP, compare=False
+            ),
             # until the broker created the changelog topic and assigned the tasks
             heartbeat(
                 g,
@@ -115,7 +131,12 @@ def scenarios() -> list[Scenario]:
             step(
                 TOPOLOGY_UPDATE,
                 0,
-                {"group_id": g, "member_id": MEMBER, "topology_epoch": 1, "topology_description": _description()},
+                {
+                    "group_id": g,
+                    "member_id": MEMBER,
+                    "topology_epoch": 1,
+                    "topology_description": _description(),
+                },
                 label="StreamsGroupTopologyDescriptionUpdate",
             ),
             heartbeat(g, -1, label="StreamsGroupHeartbeat-leave"),
@@ -135,7 +156,9 @@ def scenarios() -> list[Scenario]:
         ("no-rebalance-timeout", heartbeat("streams-hb-nr", 0, topology("x"), rebalance_timeout_ms=-1)),
         (
             "tasks-on-join",
-            heartbeat("streams-hb-tj", 0, topology("x"), active_tasks=[{"subtopology_id": "0", "partitions": [0]}]),
+            heartbeat(
+                "streams-hb-tj", 0, topology("x"), active_tasks=[{"subtopology_id": "0", "partitions": [0]}]
+            ),
         ),
         ("no-topology", heartbeat("streams-hb-nt", 0, None)),
         ("changelog-partitions", heartbeat("streams-hb-cp", 0, topology("x", "streams-hb-cp-changelog", 3))),
@@ -151,7 +174,13 @@ def scenarios() -> list[Scenario]:
     ]
     for case, first in cases:
         group = str(first.fields["group_id"])
-        out.append(Scenario(f"streams-heartbeat-{case}", FAMILY, (first, describe([group], label="StreamsGroupDescribe-after"))))
+        out.append(
+            Scenario(
+                f"streams-heartbeat-{case}",
+                FAMILY,
+                (first, describe([group], label="StreamsGroupDescribe-after")),
+            )
+        )
     out.append(
         Scenario(
             "streams-topology-update-unknown-group",
@@ -167,6 +196,44 @@ def scenarios() -> list[Scenario]:
                         "topology_description": _description(),
                     },
                 ),
+            ),
+        )
+    )
+    static = "streams-static"
+    fields = {"instance_id": "instance-1"}
+    out.append(
+        Scenario(
+            static,
+            FAMILY,
+            (
+                heartbeat(
+                    static,
+                    0,
+                    topology("streams-no-such-topic"),
+                    fields=fields,
+                    label="StreamsGroupHeartbeat-join-a",
+                    compare=False,
+                ),
+                heartbeat(
+                    static,
+                    0,
+                    topology("streams-no-such-topic"),
+                    fields=fields,
+                    member=OTHER,
+                    label="StreamsGroupHeartbeat-join-b-taken",
+                ),
+                heartbeat(static, -2, fields=fields, label="StreamsGroupHeartbeat-leave-a-for-now"),
+                heartbeat(
+                    static,
+                    0,
+                    topology("streams-no-such-topic"),
+                    fields=fields,
+                    member=OTHER,
+                    label="StreamsGroupHeartbeat-join-b",
+                ),
+                heartbeat(static, 1, fields=fields, label="StreamsGroupHeartbeat-a-fenced"),
+                heartbeat(static, -1, fields=fields, member=OTHER, label="StreamsGroupHeartbeat-leave-b"),
+                delete_groups([static], compare=False),
             ),
         )
     )
