@@ -25,8 +25,11 @@ def cluster() -> Iterator[MockCluster]:
     config = {
         "num.partitions": "3",
         "record.requests.max": 200_000,
-        # short locks and a low delivery limit, so expiry and archival happen within a test
-        "group.share.record.lock.duration.ms": "3000",
+        # The shortest lock Kafka's default bounds allow (group.share.min.record.lock.duration.ms):
+        # the broker validates a group's configs merged with its own defaults, as Kafka does,
+        # so with a shorter default it refuses share.auto.offset.reset too.
+        "group.share.record.lock.duration.ms": "15000",
+        # a low delivery limit, so archival happens within a test
         "group.share.delivery.count.limit": "3",
     }
     with MockCluster(brokers=3, config=config) as cluster:

@@ -317,7 +317,10 @@ func kgoShareLockExpiry(ctx context.Context, bootstrap, topic, group string) any
 			return n >= want
 		})
 	}
-	a := shareMember(bootstrap, group, topic, "go-share-holder")
+	// kgo closes a connection idle for ConnIdleTimeout (20 s), and the broker releases what
+	// a closed share session held: keep it open past the lock duration, so that the lock
+	// expiring is what hands the records over.
+	a := shareMember(bootstrap, group, topic, "go-share-holder", kgo.ConnIdleTimeout(time.Minute))
 	read(a, result.First, 3)
 	a.PauseFetchTopics(topic)
 	b := shareMember(bootstrap, group, topic, "go-share-taker")
