@@ -18,6 +18,7 @@ from broker.state.streams_groups import (
     StreamsGroup,
     StreamsMember,
     Target,
+    TaskOffsets,
     Tasks,
 )
 from messages.registry import response_class
@@ -94,7 +95,10 @@ def describe(ctx: RequestContext, group_id: str, operations: bool, description: 
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
         topology=_topology(group),
-        members=[_member(m, group.target.get(m.member_id)) for m in group.members.values()],
+        members=[
+            _member(m, group.target.get(m.member_id), group.task_offsets.get(m.member_id, ({}, {})))
+            for m in group.members.values()
+        ],
         authorized_operations=(
             authorizer.authorized_operations(principal, host, ResourceType.GROUP, group_id)
             if operations
@@ -114,6 +118,7 @@ def _topology(group: StreamsGroup) -> Any:
         return None
     configured = group.configured
     decided = configured.partitions if configured is not None and configured.ready else {}
+
     def info(t: Any) -> Any:
         return TopicInfo(
             name=t.name,
@@ -153,7 +158,15 @@ def _assignment(target: Target) -> Any:
     )
 
 
-def _member(member: StreamsMember, target: Target | None) -> Any:
+def _task_offsets(offsets: TaskOffsets) -> list[Any]:
+    return [
+        Member.TaskOffset(subtopology_id=sub, partition=partition, offset=offset)
+        for sub, by_partition in sorted(offsets.items())
+        for partition, offset in sorted(by_partition.items())
+    ]
+
+
+def _member(member: StreamsMember, target: Target | None, offsets: tuple[TaskOffsets, TaskOffsets]) -> Any:
     endpoint = member.user_endpoint
     return Member(
         member_id=member.member_id,
@@ -166,8 +179,8 @@ def _member(member: StreamsMember, target: Target | None) -> Any:
         process_id=member.process_id,
         user_endpoint=Member.Endpoint(host=endpoint[0], port=endpoint[1]) if endpoint else None,
         client_tags=[Member.KeyValue(key=k, value=v) for k, v in member.client_tags.items()],
-        task_offsets=[],
-        task_end_offsets=[],
+        task_offsets=_task_offsets(offsets[0]),
+        task_end_offsets=_task_offsets(offsets[1]),
         assignment=_assignment(Target(*member.assigned())),
         target_assignment=_assignment(target or EMPTY_TARGET),
         is_classic=False,

@@ -92,6 +92,10 @@ def _tasks(raw: Any) -> Tasks | None:
     return tasks
 
 
+def _offsets(raw: Any) -> list[tuple[str, int, int]] | None:
+    return None if raw is None else [(o.subtopology_id, o.partition, o.offset) for o in raw]
+
+
 def _request(ctx: RequestContext, request: Any) -> StreamsHeartbeat:
     raw = request.topology
     changelog = next(
@@ -123,6 +127,8 @@ def _request(ctx: RequestContext, request: Any) -> StreamsHeartbeat:
         if request.client_tags is not None
         else None,
         shutdown_application=bool(request.shutdown_application),
+        task_offsets=_offsets(request.task_offsets),
+        task_end_offsets=_offsets(request.task_end_offsets),
         client_id=ctx.client_id or "",
         client_host=f"/{ctx.connection.peer[0]}",
         uses_source_regex=any(s.source_topic_regex for s in (raw.subtopologies if raw is not None else ())),

@@ -46,6 +46,7 @@ MISSING_INTERNAL_TOPICS, SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 3, 4, 5
 STANDBY_REPLICAS = "num.standby.replicas"  # the assignment config the sticky assignor reads
 
 Tasks = dict[str, frozenset[int]]  # subtopology id -> partitions
+TaskOffsets = dict[str, dict[int, int]]  # subtopology id -> partition -> offset
 Status = tuple[int, str]
 
 
@@ -164,6 +165,8 @@ class StreamsHeartbeat:
     user_endpoint: tuple[str, int] | None = None
     client_tags: dict[str, str] | None = None
     shutdown_application: bool = False
+    task_offsets: list[tuple[str, int, int]] | None = None  # (subtopology, partition, offset)
+    task_end_offsets: list[tuple[str, int, int]] | None = None
     client_id: str = ""
     client_host: str = ""
     uses_source_regex: bool = False
@@ -193,8 +196,9 @@ class StreamsGroup:
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
         self.members: dict[str, StreamsMember] = {}
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        # Kafka 4.4 starts a new group at epoch 1 (TargetAssignmentMetadata.INITIAL)
+        self.group_epoch = 1
+        self.assignment_epoch = 1
         self.assignment_time_ms = 0
         self.target: dict[str, Target] = {}
         self.topology: Topology | None = None
@@ -204,6 +208,8 @@ class StreamsGroup:
         self.assignment_configs: dict[str, str] = {}
         self.endpoint_information_epoch = 0
         self.shutdown_requested_by: str | None = None
+        # what each member last reported of its tasks' changelog offsets (MemberTaskOffsets)
+        self.task_offsets: dict[str, tuple[TaskOffsets, TaskOffsets]] = {}
 
     @property
     def state(self) -> str:
@@ -365,6 +371,12 @@ class StreamsGroupManager:
             updated
         ) != _metadata(member)
 
+        reported = group.task_offsets.get(request.member_id, ({}, {}))
+        task_offsets = (
+            _task_offsets(request.task_offsets, reported[0]),
+            _task_offsets(request.task_end_offsets, reported[1]),
+        )
+
         # 2. The topology: the first member's, then the same one.
         topology = self._topology(group, request)
         if group.topology is not None and updated.topology_epoch < group.topology.epoch:
@@ -399,6 +411,8 @@ class StreamsGroupManager:
         # Every check has passed: only now does the group change.
         was_empty = not group.members
         self.groups[group.group_id] = group
+        if request.task_offsets is not None or request.task_end_offsets is not None:
+            group.task_offsets[request.member_id] = task_offsets
         if replaced is not None:  # a static member back under a new member id takes over
             group.members.pop(replaced.member_id, None)
             group.target[member.member_id] = group.target.pop(replaced.member_id, EMPTY_TARGET)
@@ -758,6 +772,7 @@ class StreamsGroupManager:
         (and, the last member gone, the empty target assignment is at that epoch)."""
         group.members.pop(member_id, None)
         group.target.pop(member_id, None)
+        group.task_offsets.pop(member_id, None)
         group.group_epoch += 1
         if not group.members:
             group.shutdown_requested_by = None
@@ -1249,6 +1264,22 @@ def _check_member_epoch(member: StreamsMember, request: StreamsHeartbeat) -> Non
                 f"group coordinator ({member.member_epoch}). The member must abandon all its partitions and "
                 "rejoin.",
             )
+
+
+def _task_offsets(reported: list[tuple[str, int, int]] | None, previous: TaskOffsets) -> TaskOffsets:
+    """MemberTaskOffsets.update: a member's new report replaces its last one."""
+    if reported is None:
+        return previous
+    offsets: TaskOffsets = {}
+    for subtopology, partition, offset in reported:
+        by_partition = offsets.setdefault(subtopology, {})
+        if partition in by_partition:
+            raise HeartbeatError(
+                ErrorCode.INVALID_REQUEST,
+                f"Task offsets contain a duplicate entry for subtopology {subtopology} and partition {partition}.",
+            )
+        by_partition[partition] = offset
+    return offsets
 
 
 def _check_not_fenced(member: StreamsMember, request: StreamsHeartbeat) -> None:

@@ -316,7 +316,9 @@ def test_the_sticky_assignor_keeps_tasks_where_they_ran() -> None:
 
 def _cluster_with(**topics: int) -> Any:
     """What `configure` reads of a cluster: topics and their partition counts."""
-    return SimpleNamespace(topics={name: SimpleNamespace(partitions=[None] * n) for name, n in topics.items()})
+    return SimpleNamespace(
+        topics={name: SimpleNamespace(partitions=[None] * n) for name, n in topics.items()}
+    )
 
 
 def test_the_broker_decides_the_internal_topics_partition_counts() -> None:
@@ -445,3 +447,41 @@ def test_a_static_member_comes_back_under_a_new_member_id(cluster: MockCluster) 
     finally:
         first.close()
         second.close()
+
+
+def test_task_offsets_members_report_are_described(cluster: MockCluster) -> None:
+    """A member's task offsets and end offsets (KIP-1071's lag reporting) replace its last
+    report and show in StreamsGroupDescribe; a duplicate entry is INVALID_REQUEST."""
+    cluster.create_topic("input", partitions=1)
+    cluster.create_topic(CHANGELOG, partitions=1, config={"cleanup.policy": "compact"})
+    offset = Heartbeat.TaskOffset
+    member = Member(cluster, "m1", "p1")
+    try:
+        member.heartbeat()
+        duplicate = member.heartbeat(
+            task_offsets=[offset(subtopology_id="0", partition=0, offset=1)] * 2, task_end_offsets=None
+        )
+        assert (duplicate.error_code, duplicate.error_message) == (
+            ErrorCode.INVALID_REQUEST,
+            "Task offsets contain a duplicate entry for subtopology 0 and partition 0.",
+        )
+        member.heartbeat(
+            task_offsets=[offset(subtopology_id="0", partition=0, offset=7)],
+            task_end_offsets=[offset(subtopology_id="0", partition=0, offset=9)],
+        )
+        member.heartbeat()  # reports nothing: the last report stands
+        described = (
+            member.send(
+                Describe[1](
+                    group_ids=["app"], include_authorized_operations=False, include_topology_description=False
+                )
+            )
+            .groups[0]
+            .members[0]
+        )
+        assert [(o.subtopology_id, o.partition, o.offset) for o in described.task_offsets] == [("0", 0, 7)]
+        assert [(o.subtopology_id, o.partition, o.offset) for o in described.task_end_offsets] == [
+            ("0", 0, 9)
+        ]
+    finally:
+        member.close()

@@ -237,6 +237,25 @@ def scenarios() -> list[Scenario]:
             ),
         )
     )
+    offsets = "streams-task-offsets"
+    reported = {"task_offsets": [{"subtopology_id": "0", "partition": 0, "offset": 7}]}
+    twice = {"task_offsets": reported["task_offsets"] * 2}
+    out.append(
+        Scenario(
+            offsets,
+            FAMILY,
+            (
+                heartbeat(offsets, 0, topology("streams-no-such-topic"), keep=KEEP, compare=False),
+                heartbeat(offsets, epoch, fields=twice, label="StreamsGroupHeartbeat-duplicate-offsets"),
+                heartbeat(
+                    offsets, epoch, fields=reported, label="StreamsGroupHeartbeat-offsets", compare=False
+                ),
+                describe([offsets], label="StreamsGroupDescribe-offsets"),
+                heartbeat(offsets, -1, compare=False),
+                delete_groups([offsets], compare=False),
+            ),
+        )
+    )
     consumer = "streams-consumer-group"
     out.append(
         Scenario(
