@@ -22,6 +22,7 @@ from broker.state.features import SHARE_VERSION
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.uuids import uuid_string
 
 API_KEY = ApiKey.ALTER_SHARE_GROUP_OFFSETS
 VERSIONS = (0, 0)
@@ -114,10 +115,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                     )
                 )
         outcomes.append((name, topic_id, rows))
+    # DefaultStatePersister refuses a negative partition (the group coordinator let it by)
+    negative = next(((t, p) for t, starts in offsets.items() for p in starts if p < 0), None)
     try:
-        share.alter_offsets(group_id, offsets, create=bool(wanted))
+        share.alter_offsets(group_id, offsets, create=bool(wanted), initialize=negative is None)
     except HeartbeatError as error:
         return _failed(ctx, error.code, error.message)
+    if negative is not None:
+        return _failed(
+            ctx,
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            "Initialize share group parameters has invalid partitionId - "
+            f"{group_id} {uuid_string(negative[0])} {negative[1]}",
+        )
     for name, topic_id, rows in outcomes:
         topic_answer(name, topic_id).partitions += rows
     return ctx.response(

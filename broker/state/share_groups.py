@@ -458,9 +458,12 @@ class ShareGroupManager:
         if group is not None and group.members:
             raise HeartbeatError(ErrorCode.NON_EMPTY_GROUP, "The group is not empty.")
 
-    def alter_offsets(self, group_id: str, offsets: dict[uuid.UUID, dict[int, int]], create: bool) -> None:
+    def alter_offsets(
+        self, group_id: str, offsets: dict[uuid.UUID, dict[int, int]], create: bool, initialize: bool = True
+    ) -> None:
         """AlterShareGroupOffsets on an empty group (created when `create`): each share
-        partition's state starts afresh at the given offset (InitializeShareGroupState)."""
+        partition's state starts afresh at the given offset (InitializeShareGroupState;
+        not `initialize`: the persister refused the request, the group still changed)."""
         self.check_empty(group_id)
         if create and group_id not in self.groups:
             self.groups[group_id] = ShareGroup(group_id)
@@ -470,6 +473,8 @@ class ShareGroupManager:
             # (the group has no members: its target assignment is empty at that epoch)
             group.group_epoch += 1
             self._compute_target_assignment(group)
+        if not initialize:
+            return
         for topic_id, starts in offsets.items():
             for index, start in starts.items():
                 share = SharePartition(start)

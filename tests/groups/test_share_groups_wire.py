@@ -18,6 +18,7 @@ from broker import MockCluster
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.uuids import uuid_string
 from tests.support.wire import round_trip
 
 Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
@@ -567,6 +568,16 @@ def test_altering_offsets_creates_the_share_group(cluster: MockCluster, wire: Wi
     assert (described.error_code, described.group_state, described.group_epoch) == (0, "Empty", 1)
     # beyond the log's end: the lag is negative, as Kafka computes it
     assert describe_offsets(wire, {"t": [1]}, group="fresh") == {"t": {1: (3, 0, -3, 0)}}
+    # a negative partition: Kafka's persister refuses the whole request, nothing is altered
+    refused = alter_offsets(wire, {"t": {0: 7, -1: 0}}, group="fresh")
+    assert (refused.error_code, refused.error_message, refused.responses) == (
+        ErrorCode.UNKNOWN_SERVER_ERROR,
+        f"Initialize share group parameters has invalid partitionId - fresh {uuid_string(topic_id(cluster))} -1",
+        [],
+    )
+    assert describe_offsets(wire, {"t": [0, 1]}, group="fresh") == {
+        "t": {0: (-1, 0, -1, 0), 1: (3, 0, -3, 0)}
+    }
 
 
 def test_share_group_offset_refusals(cluster: MockCluster, wire: Wire) -> None:

@@ -396,7 +396,31 @@ def offsets_scenarios() -> list[Scenario]:
         family=FAMILY,
         steps=[describe_offsets(beyond, [(beyond, [5])], label="DescribeShareGroupOffsets-partition-beyond")],
     )
-    out = [life, create, partition_beyond, authorized_scenario()]
+    negative = "share-offsets-negative"
+    negative_partition = with_topic(
+        negative,
+        partitions=1,
+        family=FAMILY,
+        steps=[
+            share_state_ready(negative),
+            alter_offsets(
+                negative,
+                [(negative, [(0, 1), (-1, 0)])],
+                label="AlterShareGroupOffsets-negative-partition",
+                settle=15.0,
+            ),
+            step(
+                SGD,
+                1,
+                {"group_ids": [negative], "include_authorized_operations": False},
+                label="ShareGroupDescribe-negative-partition",
+            ),
+            describe_offsets(negative, [(negative, [0])], label="DescribeShareGroupOffsets-negative-named"),
+            describe_offsets(negative, None, label="DescribeShareGroupOffsets-negative-all"),
+            delete_groups([negative], compare=False),
+        ],
+    )
+    out = [life, create, partition_beyond, negative_partition, authorized_scenario()]
     missing = "share-offsets-missing"
     for label, first in (
         ("delete-missing", delete_offsets(missing, [missing])),
