@@ -131,3 +131,20 @@ def test_group_configs_outside_the_broker_bounds_are_refused(
         admin.close()
     assert result == {"group": {"g": f"[Error 40] InvalidConfigurationError: {message}"}}
     assert "g" not in cluster.state.group_configs
+
+
+def test_a_broker_default_outside_kafkas_bounds_leaves_other_group_configs_settable() -> None:
+    """A test's short share lock (the broker default, under Kafka's 15 s minimum) does not
+    make every other share group config refused: only the values set are bounded."""
+    with MockCluster(brokers=1, config={"group.share.record.lock.duration.ms": "2000"}) as cluster:
+        admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        try:
+            result = admin.alter_configs(
+                [ConfigResource(ConfigResourceType.GROUP, "g", configs={"share.auto.offset.reset": "earliest"})],
+                raise_on_unknown=False,
+                incremental=True,
+            )
+        finally:
+            admin.close()
+        assert result == {"group": {"g": "OK"}}
+        assert cluster.state.group_configs["g"] == {"share.auto.offset.reset": "earliest"}
