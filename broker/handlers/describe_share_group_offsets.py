@@ -68,6 +68,11 @@ def _partition(ctx: RequestContext, group_id: str, topic_id: uuid.UUID, index: i
     )
 
 
+class _PersisterRefused(Exception):
+    """DefaultStatePersister's validation refused the read: a topic with no partitions
+    or a negative one (the group is answered UNKNOWN_SERVER_ERROR)."""
+
+
 def _named(ctx: RequestContext, group_id: str, topics: list[Any]) -> list[Any]:
     """describeShareGroupOffsets: the topics named, those the caller may not describe
     last, refused, after those this cluster does not have."""
@@ -107,6 +112,8 @@ def _named(ctx: RequestContext, group_id: str, topics: list[Any]) -> list[Any]:
                 )
             )
             continue
+        if not topic.partitions or any(p < 0 for p in topic.partitions):
+            raise _PersisterRefused
         known.append(
             Topic(
                 topic_name=topic.topic_name,
@@ -152,12 +159,16 @@ def _group(ctx: RequestContext, wanted: Any) -> Any:
         return Group(
             group_id=group_id, topics=_all(ctx, group_id), error_code=ErrorCode.NONE, error_message=None
         )
-    return Group(
-        group_id=group_id,
-        topics=_named(ctx, group_id, wanted.topics),
-        error_code=ErrorCode.NONE,
-        error_message=None,
-    )
+    try:
+        topics = _named(ctx, group_id, wanted.topics)
+    except _PersisterRefused:
+        return Group(
+            group_id=group_id,
+            topics=[],
+            error_code=ErrorCode.UNKNOWN_SERVER_ERROR,
+            error_message="The server experienced an unexpected error when processing the request.",
+        )
+    return Group(group_id=group_id, topics=topics, error_code=ErrorCode.NONE, error_message=None)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -578,6 +578,17 @@ def test_altering_offsets_creates_the_share_group(cluster: MockCluster, wire: Wi
     assert describe_offsets(wire, {"t": [0, 1]}, group="fresh") == {
         "t": {0: (-1, 0, -1, 0), 1: (3, 0, -3, 0)}
     }
+    # the persister refuses to read a negative partition, or a topic without partitions
+    Group = DescribeOffsets.DescribeShareGroupOffsetsRequestGroup
+    Topic = Group.DescribeShareGroupOffsetsRequestTopic
+    for partitions in ([-1], []):
+        wanted = Group(group_id="fresh", topics=[Topic(topic_name="t", partitions=partitions)])
+        answer = wire(DescribeOffsets[1](groups=[wanted])).groups[0]
+        assert (answer.error_code, answer.error_message, answer.topics) == (
+            ErrorCode.UNKNOWN_SERVER_ERROR,
+            "The server experienced an unexpected error when processing the request.",
+            [],
+        )
 
 
 def test_share_group_offset_refusals(cluster: MockCluster, wire: Wire) -> None:

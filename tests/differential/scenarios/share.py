@@ -417,6 +417,10 @@ def offsets_scenarios() -> list[Scenario]:
             ),
             describe_offsets(negative, [(negative, [0])], label="DescribeShareGroupOffsets-negative-named"),
             describe_offsets(negative, None, label="DescribeShareGroupOffsets-negative-all"),
+            describe_offsets(
+                negative, [(negative, [-1])], label="DescribeShareGroupOffsets-negative-partition"
+            ),
+            describe_offsets(negative, [(negative, [])], label="DescribeShareGroupOffsets-no-partitions"),
             delete_groups([negative], compare=False),
         ],
     )
