@@ -153,8 +153,8 @@ class ConsumerGroup:
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        self.group_epoch = 1  # Kafka 4.4: a new group starts at epoch 1 (ModernGroup)
+        self.assignment_epoch = 1
         self.members: dict[str, ConsumerMember] = {}
         self.static_members: dict[str, str] = {}
         self.target: dict[str, Assignment] = {}
@@ -630,6 +630,8 @@ class ConsumerGroupManager:
             self._cancel_member_timers(group.group_id, member.member_id)
             group.remove_member(member.member_id)
         group.group_epoch += 1
+        if not group.members:  # consumerGroupFenceMembers: the empty target is at that epoch
+            group.assignment_epoch = group.group_epoch
         group.subscription_metadata = self._subscription_metadata(group)
 
     # -- classic-protocol members (KIP-848's online migration) ----------------------------

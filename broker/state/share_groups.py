@@ -75,8 +75,8 @@ class ShareGroup:
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
         self.members: dict[str, ShareMember] = {}
-        self.group_epoch = 0
-        self.assignment_epoch = 0
+        self.group_epoch = 1  # Kafka 4.4: a new group starts at epoch 1 (ModernGroup)
+        self.assignment_epoch = 1
         self.target: dict[str, Assignment] = {}
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
 
@@ -465,14 +465,15 @@ class ShareGroupManager:
         partition's state starts afresh at the given offset (InitializeShareGroupState;
         not `initialize`: the persister refused the request, the group still changed)."""
         self.check_empty(group_id)
-        if create and group_id not in self.groups:
-            self.groups[group_id] = ShareGroup(group_id)
         group = self.groups.get(group_id)
         if group is not None and offsets:
             # Kafka 4.4 bumps the group epoch once the altered partitions are initialized
-            # (the group has no members: its target assignment is empty at that epoch)
+            # (the group has no members: its target assignment is empty at that epoch);
+            # a group the request creates stays at epoch 1
             group.group_epoch += 1
             self._compute_target_assignment(group)
+        if create and group is None:
+            self.groups[group_id] = ShareGroup(group_id)
         if not initialize:
             return
         for topic_id, starts in offsets.items():

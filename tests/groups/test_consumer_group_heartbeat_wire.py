@@ -81,29 +81,30 @@ def partitions(response: Any) -> dict[uuid.UUID, list[int]] | None:
 def test_partitions_are_revoked_before_they_are_assigned_elsewhere(cluster: MockCluster, wire: Wire) -> None:
     topic_id = cluster.groups.cluster.topics["t"].topic_id
     first = wire.join("a")
-    assert (first.error_code, first.member_epoch, partitions(first)) == (0, 1, {topic_id: [0, 1]})
+    # a new group starts at epoch 1 (Kafka 4.4): the first member's join makes it 2
+    assert (first.error_code, first.member_epoch, partitions(first)) == (0, 2, {topic_id: [0, 1]})
     steady = wire.heartbeat(
-        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
+        member_id="a", member_epoch=2, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
     )
-    assert (steady.member_epoch, steady.assignment) == (1, None)  # nothing new: no assignment sent
+    assert (steady.member_epoch, steady.assignment) == (2, None)  # nothing new: no assignment sent
     second = wire.join("b")
     # b is at the new epoch but gets nothing yet: both partitions are still a's.
-    assert (second.member_epoch, partitions(second)) == (2, {})
+    assert (second.member_epoch, partitions(second)) == (3, {})
     revoke = wire.heartbeat(
-        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
+        member_id="a", member_epoch=2, topic_partitions=[Owned(topic_id=topic_id, partitions=[0, 1])]
     )
-    assert (revoke.member_epoch, len(partitions(revoke) or {topic_id: []}[topic_id])) == (1, 1)
+    assert (revoke.member_epoch, len(partitions(revoke) or {topic_id: []}[topic_id])) == (2, 1)
     kept = partitions(revoke)[topic_id]  # type: ignore[index]
-    waiting = wire.heartbeat(member_id="b", member_epoch=2)
+    waiting = wire.heartbeat(member_id="b", member_epoch=3)
     assert waiting.assignment is None  # still unreleased
     released = wire.heartbeat(
-        member_id="a", member_epoch=1, topic_partitions=[Owned(topic_id=topic_id, partitions=kept)]
+        member_id="a", member_epoch=2, topic_partitions=[Owned(topic_id=topic_id, partitions=kept)]
     )
-    assert (released.member_epoch, released.assignment) == (2, None)
-    taken = wire.heartbeat(member_id="b", member_epoch=2)
+    assert (released.member_epoch, released.assignment) == (3, None)
+    taken = wire.heartbeat(member_id="b", member_epoch=3)
     assert partitions(taken) == {topic_id: [p for p in (0, 1) if p not in kept]}
     group = cluster.groups.consumer.groups["g"]
-    assert (group.state, group.group_epoch, group.assignment_epoch) == ("Stable", 2, 2)
+    assert (group.state, group.group_epoch, group.assignment_epoch) == ("Stable", 3, 3)
 
 
 def test_epochs_out_of_step_are_fenced(wire: Wire) -> None:
@@ -111,8 +112,8 @@ def test_epochs_out_of_step_are_fenced(wire: Wire) -> None:
     ahead = wire.heartbeat(member_id="a", member_epoch=5)
     assert ahead.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     assert ahead.error_message.startswith("The consumer group member has a greater member epoch (5)")
-    wire.join("b")  # epoch 2 for the group; a is still at 1 until it heartbeats
-    behind = wire.heartbeat(member_id="b", member_epoch=1, topic_partitions=[])
+    wire.join("b")  # epoch 3 for the group; a is still at 2 until it heartbeats
+    behind = wire.heartbeat(member_id="b", member_epoch=2, topic_partitions=[])
     assert behind.error_code == ErrorCode.FENCED_MEMBER_EPOCH
     # A fenced member rejoins under its own id with epoch 0 (KIP-1082).
     assert wire.join("b").error_code == ErrorCode.NONE
@@ -194,18 +195,18 @@ def test_v0_lets_the_coordinator_name_the_member(wire: Wire) -> None:
 
 
 def test_static_instance_ids(cluster: MockCluster, wire: Wire) -> None:
-    assert wire.join("a", instance_id="i").member_epoch == 1
+    assert wire.join("a", instance_id="i").member_epoch == 2
     taken = wire.join("b", instance_id="i")
     assert (taken.error_code, taken.error_message) == (
         ErrorCode.UNRELEASED_INSTANCE_ID,
         "Static member b with instance id i cannot join the group because the instance id is owned by a member.",
     )
-    fenced = wire.heartbeat(member_id="b", member_epoch=1, instance_id="i")
+    fenced = wire.heartbeat(member_id="b", member_epoch=2, instance_id="i")
     assert fenced.error_code == ErrorCode.FENCED_INSTANCE_ID
     left = wire.heartbeat(member_id="a", member_epoch=-2, instance_id="i")
     assert (left.error_code, left.member_epoch) == (ErrorCode.NONE, -2)
     back = wire.join("b", instance_id="i")  # released: the new id takes over at the same epoch
-    assert (back.error_code, back.member_epoch, len(partitions(back) or {})) == (ErrorCode.NONE, 1, 1)
+    assert (back.error_code, back.member_epoch, len(partitions(back) or {})) == (ErrorCode.NONE, 2, 1)
     assert list(cluster.groups.consumer.groups["g"].members) == ["b"]
 
 
@@ -242,8 +243,8 @@ def test_offsets_are_committed_and_fetched_with_the_member_epoch(cluster: MockCl
         return int(response.topics[0].partitions[0].error_code)
 
     assert commit(9, 0) == ErrorCode.STALE_MEMBER_EPOCH
-    assert commit(8, 1) == ErrorCode.UNSUPPORTED_VERSION  # consumer-protocol members commit with v9+
-    assert commit(9, 1) == ErrorCode.NONE
+    assert commit(8, 2) == ErrorCode.UNSUPPORTED_VERSION  # consumer-protocol members commit with v9+
+    assert commit(9, 2) == ErrorCode.NONE
 
     def fetch(member_id: str | None, epoch: int) -> int:
         group = OffsetFetchRequest.OffsetFetchRequestGroup
@@ -256,8 +257,8 @@ def test_offsets_are_committed_and_fetched_with_the_member_epoch(cluster: MockCl
         return int(response.groups[0].error_code)
 
     assert fetch("a", 3) == ErrorCode.STALE_MEMBER_EPOCH
-    assert fetch("nobody", 1) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert fetch("a", 1) == fetch(None, -1) == ErrorCode.NONE
+    assert fetch("nobody", 2) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch("a", 2) == fetch(None, -1) == ErrorCode.NONE
     assert cluster.groups.fetch_offsets("g")[("t", 0)].offset == 5  # type: ignore[union-attr]
 
 
@@ -273,7 +274,7 @@ def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire
         group.group_epoch,
         group.assignment_epoch,
         group.assignor_name,
-    ) == (0, "Stable", 1, 1, "uniform")
+    ) == (0, "Stable", 2, 2, "uniform")
     [member] = group.members
     assert (
         member.member_id,
@@ -281,7 +282,7 @@ def test_describe_and_list_tell_the_group_types_apart(cluster: MockCluster, wire
         member.rack_id,
         member.member_epoch,
         member.member_type,
-    ) == ("a", "i", "r1", 1, 1)
+    ) == ("a", "i", "r1", 2, 1)
     assert member.subscribed_topic_regex == ""  # as Kafka answers a member without a regex
     assert [(t.topic_name, t.partitions) for t in member.assignment.topic_partitions] == [("t", [0, 1])]
     assert group.authorized_operations == {
@@ -323,15 +324,15 @@ def test_a_member_that_never_revokes_is_fenced_after_its_rebalance_timeout(
     wire.join("b")
     # slow is asked to give one partition up and keeps reporting both.
     owned = [Owned(topic_id=topic_id, partitions=[0, 1])]
-    assert wire.heartbeat(member_id="slow", member_epoch=1, topic_partitions=owned).member_epoch == 1
+    assert wire.heartbeat(member_id="slow", member_epoch=2, topic_partitions=owned).member_epoch == 2
     group = cluster.groups.consumer.groups["g"]
     deadline = time.monotonic() + 10
     while "slow" in cluster.on_loop(lambda: list(group.members)):
         assert time.monotonic() < deadline, "not fenced"
         time.sleep(0.05)
-    fenced = wire.heartbeat(member_id="slow", member_epoch=1, topic_partitions=owned)
+    fenced = wire.heartbeat(member_id="slow", member_epoch=2, topic_partitions=owned)
     assert fenced.error_code == ErrorCode.UNKNOWN_MEMBER_ID
-    assert partitions(wire.heartbeat(member_id="b", member_epoch=2)) == {topic_id: [0, 1]}
+    assert partitions(wire.heartbeat(member_id="b", member_epoch=3)) == {topic_id: [0, 1]}
 
 
 def test_new_partitions_and_deleted_topics_change_the_assignment(cluster: MockCluster, wire: Wire) -> None:
@@ -340,14 +341,14 @@ def test_new_partitions_and_deleted_topics_change_the_assignment(cluster: MockCl
     first = wire.join("a", topics=["t", "u"])
     assert partitions(first) == {ids["t"]: [0, 1], ids["u"]: [0]}
     cluster.on_loop(lambda: cluster.state.create_partitions("t", 3))
-    grown = wire.heartbeat(member_id="a", member_epoch=1)
-    assert (grown.member_epoch, partitions(grown)) == (2, {ids["t"]: [0, 1, 2], ids["u"]: [0]})
+    grown = wire.heartbeat(member_id="a", member_epoch=2)
+    assert (grown.member_epoch, partitions(grown)) == (3, {ids["t"]: [0, 1, 2], ids["u"]: [0]})
     cluster.on_loop(lambda: cluster.state.delete_topic("u"))
-    shrunk = wire.heartbeat(member_id="a", member_epoch=2)
+    shrunk = wire.heartbeat(member_id="a", member_epoch=3)
     # The deleted topic's partition is revoked first (the member has not said it let go).
-    assert (shrunk.member_epoch, partitions(shrunk)) == (2, {ids["t"]: [0, 1, 2]})
+    assert (shrunk.member_epoch, partitions(shrunk)) == (3, {ids["t"]: [0, 1, 2]})
     owned = [Owned(topic_id=ids["t"], partitions=[0, 1, 2])]
-    assert wire.heartbeat(member_id="a", member_epoch=2, topic_partitions=owned).member_epoch == 3
+    assert wire.heartbeat(member_id="a", member_epoch=3, topic_partitions=owned).member_epoch == 4
 
 
 def test_the_range_assignor_is_chosen_by_the_members(cluster: MockCluster, wire: Wire) -> None:

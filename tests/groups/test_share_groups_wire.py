@@ -165,21 +165,22 @@ def topic_id(cluster: MockCluster, name: str = "t") -> uuid.UUID:
 def test_members_share_the_partitions_and_leave(cluster: MockCluster, wire: Wire) -> None:
     tid = topic_id(cluster)
     a = wire.heartbeat("a", 0, ["t"])
-    assert (a.error_code, a.member_epoch, a.heartbeat_interval_ms) == (0, 1, 5000)
+    # a new group starts at epoch 1 (Kafka 4.4): the first member's join makes it 2
+    assert (a.error_code, a.member_epoch, a.heartbeat_interval_ms) == (0, 2, 5000)
     assert [(t.topic_id, sorted(t.partitions)) for t in a.assignment.topic_partitions] == [(tid, [0, 1])]
     b = wire.heartbeat("b", 0, ["t"])
-    assert b.member_epoch == 2 and [sorted(t.partitions) for t in b.assignment.topic_partitions] == [[1]]
-    again = wire.heartbeat("a", 1)  # a takes its new target at once: no revocation in share groups
-    assert again.member_epoch == 2 and [sorted(t.partitions) for t in again.assignment.topic_partitions] == [
+    assert b.member_epoch == 3 and [sorted(t.partitions) for t in b.assignment.topic_partitions] == [[1]]
+    again = wire.heartbeat("a", 2)  # a takes its new target at once: no revocation in share groups
+    assert again.member_epoch == 3 and [sorted(t.partitions) for t in again.assignment.topic_partitions] == [
         [0]
     ]
-    assert wire.heartbeat("a", 2).assignment is None  # nothing changed: no assignment sent
+    assert wire.heartbeat("a", 3).assignment is None  # nothing changed: no assignment sent
     c = wire.heartbeat("c", 0, ["t"])  # three members, two partitions: one is shared
-    assert c.member_epoch == 3
+    assert c.member_epoch == 4
     left = wire.heartbeat("b", -1)
     assert (left.error_code, left.member_epoch) == (0, -1)
     described = wire(Describe[1](group_ids=["g"], include_authorized_operations=False)).groups[0]
-    assert (described.group_state, described.group_epoch, described.assignor_name) == ("Stable", 4, "simple")
+    assert (described.group_state, described.group_epoch, described.assignor_name) == ("Stable", 5, "simple")
     assert sorted(m.member_id for m in described.members) == ["a", "c"]
     listed = wire(ListGroupsRequest[5](states_filter=[], types_filter=["share"])).groups
     assert [(g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed] == [
@@ -535,7 +536,7 @@ def test_share_group_offsets_through_a_group_life(cluster: MockCluster, wire: Wi
     }
     # altered: a fresh start at 4 (what was in flight is forgotten), the group's epoch bumped
     assert describe_offsets(wire, {"t": [0]}) == {"t": {0: (4, 0, 1, 0)}}
-    assert wire(Describe[1](group_ids=["g"], include_authorized_operations=False)).groups[0].group_epoch == 3
+    assert wire(Describe[1](group_ids=["g"], include_authorized_operations=False)).groups[0].group_epoch == 4
     wire.heartbeat("b", 0, ["t"])
     assert acquired(wire.fetch("b", 0, [(tid, 0)])) == {0: [(4, 4, 1)]}
     wire.heartbeat("b", -1)
