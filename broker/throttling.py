@@ -10,11 +10,12 @@ mutation APIs combine it with their own quota, taking the larger throttle, as Ka
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from broker.config.broker_config import DEFAULTS, BrokerConfig
 from broker.state.cluster import Charge
+from protocol.headers import chunks_size, encode_body
 from quotas.callback import CALLBACK_CONFIG, load_callback
 from quotas.connections import ConnectionQuotas
 from quotas.java import java_d2i
@@ -294,6 +295,20 @@ def record_fetch(ctx: RequestContext, response_size: int) -> bool:
 def fetch_quota_enabled(ctx: RequestContext) -> bool:
     managers = ctx.broker.quota_managers
     return managers.fetch.enabled or managers.request.enabled
+
+
+def fetch_answer(ctx: RequestContext, response: Any, throttled: Callable[[], Any]) -> Any:
+    """A Fetch or ShareFetch answer under the fetch quota (KafkaApis): its encoded size is
+    recorded and it is sent as encoded; a throttled client gets `throttled()` instead (an
+    empty answer: the bytes taken back, nothing counted as sent)."""
+    if not fetch_quota_enabled(ctx):
+        return response
+    body = encode_body(response, ctx.api_key, ctx.api_version)
+    if record_fetch(ctx, 4 + chunks_size(body)):
+        ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
+        return throttled()
+    ctx.encoded = (response, body)
+    return response
 
 
 def mutation_quota(ctx: RequestContext, strict: bool) -> ControllerMutationQuota:

@@ -41,7 +41,6 @@ from broker.state.replica_selector import (
 )
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.headers import chunks_size, encode_body
 
 API_KEY = ApiKey.FETCH
 VERSIONS = (4, 18)
@@ -225,16 +224,13 @@ def _collect(ctx: RequestContext, request: Any, max_bytes: int) -> tuple[list[An
 
 def _respond(ctx: RequestContext, results: list[Any]) -> Any:
     response = ctx.response(throttle_time_ms=0, error_code=ErrorCode.NONE, session_id=0, responses=results)
-    if not throttling.fetch_quota_enabled(ctx):
-        return response
-    body = encode_body(response, API_KEY, ctx.api_version)  # sent as is unless throttled
-    if throttling.record_fetch(ctx, 4 + chunks_size(body)):
-        ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
-        return ctx.response(
+    return throttling.fetch_answer(
+        ctx,
+        response,
+        lambda: ctx.response(
             throttle_time_ms=ctx.throttle_ms, error_code=ErrorCode.NONE, session_id=0, responses=[]
-        )
-    ctx.encoded = (response, body)
-    return response
+        ),
+    )
 
 
 async def _long_poll(ctx: RequestContext, request: Any, max_bytes: int, partitions: list[Partition]) -> Any:

@@ -34,7 +34,6 @@ from broker.state.share_partitions import Acquired
 from messages.registry import response_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.headers import chunks_size, encode_body
 
 API_KEY = ApiKey.SHARE_FETCH
 VERSIONS = (1, 2)
@@ -142,15 +141,15 @@ def _respond(ctx: RequestContext, request: Any, response: Any) -> Any:
     """Fetch quotas count a share fetch's bytes as a fetch's (KafkaApis); a throttled
     client gets an empty response with the bytes taken back, and what the fetch acquired
     stays locked to it until the locks expire, as in Kafka."""
-    if not throttling.fetch_quota_enabled(ctx):
-        return response
-    body = encode_body(response, API_KEY, ctx.api_version)
-    if throttling.record_fetch(ctx, 4 + chunks_size(body)):
-        ctx.record_count = ctx.error_code = ctx.error_count = 0  # nothing is sent
-        lock_ms = ctx.groups.share.config_int(request.group_id, "share.record.lock.duration.ms")
-        return _response(ctx, ErrorCode.NONE, lock_ms=lock_ms)
-    ctx.encoded = (response, body)
-    return response
+    return throttling.fetch_answer(
+        ctx,
+        response,
+        lambda: _response(
+            ctx,
+            ErrorCode.NONE,
+            lock_ms=ctx.groups.share.config_int(request.group_id, "share.record.lock.duration.ms"),
+        ),
+    )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -4,7 +4,6 @@ unsupported assignors, bad regexes, released and unreleased static instance ids)
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -24,7 +23,7 @@ from broker import MockCluster
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.support.wire import round_trip
+from tests.support.wire import Connection
 
 ConsumerGroupHeartbeatRequest = request_class(ApiKey.CONSUMER_GROUP_HEARTBEAT)
 ConsumerGroupDescribeRequest = request_class(ApiKey.CONSUMER_GROUP_DESCRIBE)
@@ -33,15 +32,9 @@ CONFIG = {"group.consumer.max.size": "3"}
 Owned = ConsumerGroupHeartbeatRequest.TopicPartitions
 
 
-class Wire:
+class Wire(Connection):
     def __init__(self, cluster: MockCluster) -> None:
-        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation_id = 0
-
-    def __call__(self, request: Any) -> Any:
-        self.correlation_id += 1
-        return round_trip(self.sock, request, self.correlation_id, "wire")
+        super().__init__(cluster.bootstrap_servers)
 
     def heartbeat(self, version: int = 1, **fields: Any) -> Any:
         values: dict[str, Any] = {"group_id": "g", "rebalance_timeout_ms": -1, **fields}

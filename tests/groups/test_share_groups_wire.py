@@ -5,7 +5,6 @@ purpose, answered as Kafka's KafkaApis, GroupMetadataManager and SharePartition 
 
 from __future__ import annotations
 
-import socket
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,7 +18,7 @@ from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.uuids import uuid_string
-from tests.support.wire import round_trip
+from tests.support.wire import Connection
 
 Heartbeat = request_class(ApiKey.SHARE_GROUP_HEARTBEAT)
 Describe = request_class(ApiKey.SHARE_GROUP_DESCRIBE)
@@ -34,15 +33,9 @@ AckBatch = AckPartition.AcknowledgementBatch
 ACCEPT, RELEASE, REJECT = 1, 2, 3
 
 
-class Wire:
+class Wire(Connection):
     def __init__(self, cluster: MockCluster) -> None:
-        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation_id = 0
-
-    def __call__(self, request: Any) -> Any:
-        self.correlation_id += 1
-        return round_trip(self.sock, request, self.correlation_id, "wire")
+        super().__init__(cluster.bootstrap_servers)
 
     def heartbeat(self, member_id: str, epoch: int, topics: list[str] | None = None, group: str = "g") -> Any:
         return self(

@@ -6,7 +6,6 @@ checked against the member's epoch — and the sticky assignor's arithmetic."""
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -28,7 +27,7 @@ from broker.state.streams_groups import Topology as StreamsTopology
 from messages.registry import request_class
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.support.wire import round_trip
+from tests.support.wire import Connection
 
 Heartbeat = request_class(ApiKey.STREAMS_GROUP_HEARTBEAT)
 Describe = request_class(ApiKey.STREAMS_GROUP_DESCRIBE)
@@ -66,26 +65,20 @@ def topology(source: str = "input") -> Any:
     )
 
 
-class Member:
+class Member(Connection):
     """One member of group "app" on its own connection, reporting the tasks it was given."""
 
     def __init__(self, cluster: MockCluster, member_id: str, process_id: str, group: str = "app") -> None:
-        host, port = cluster.bootstrap_servers.split(",")[0].rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=10)
-        self.correlation_id = 0
+        super().__init__(cluster.bootstrap_servers)
         self.member_id, self.process_id, self.group = member_id, process_id, group
         self.epoch = 0
         self.active: dict[str, list[int]] = {}
         self.standby: dict[str, list[int]] = {}
 
-    def send(self, request: Any) -> Any:
-        self.correlation_id += 1
-        return round_trip(self.sock, request, self.correlation_id, "wire")
-
     def heartbeat(self, epoch: int | None = None, **fields: Any) -> Any:
         """A heartbeat at the member's epoch (or `epoch`: -1 leaves)."""
         joining = self.epoch == 0
-        answer = self.send(
+        answer = self(
             Heartbeat[1](
                 group_id=self.group,
                 member_id=self.member_id,
@@ -107,9 +100,6 @@ class Member:
                 self.active = {t.subtopology_id: list(t.partitions) for t in answer.active_tasks}
                 self.standby = {t.subtopology_id: list(t.partitions) for t in answer.standby_tasks}
         return answer
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 def _ids(tasks: dict[str, list[int]]) -> list[Any]:
@@ -174,7 +164,7 @@ def test_tasks_move_to_a_new_process_only_once_revoked(cluster: MockCluster) -> 
         two.heartbeat()
         assert sorted(one.active["0"] + two.active["0"]) == [0, 1, 2, 3]
         assert len(two.active["0"]) == 2
-        described = one.send(
+        described = one(
             Describe[1](
                 group_ids=["app"], include_authorized_operations=False, include_topology_description=False
             )
@@ -232,7 +222,7 @@ def test_streams_heartbeats_are_authorized() -> None:
             assert statuses(member.heartbeat()) == [MISSING_INTERNAL_TOPICS]  # now created
             assert cluster.on_loop(lambda: CHANGELOG in cluster.state.topics)
             other = Member(cluster, "m2", "p2")
-            refused = other.send(
+            refused = other(
                 Heartbeat[1](
                     group_id="elsewhere",
                     member_id="m2",
@@ -263,7 +253,7 @@ def test_offset_commits_are_checked_against_the_members_epoch(cluster: MockClust
 
         def commit(epoch: int, version: int = 9) -> int:
             topic = OffsetCommitRequest[version].OffsetCommitRequestTopic
-            answer = member.send(
+            answer = member(
                 OffsetCommitRequest[version](
                     group_id="app",
                     generation_id_or_member_epoch=epoch,
@@ -375,7 +365,7 @@ def test_a_topology_description_is_refused_without_a_plugin(cluster: MockCluster
     description = update.TopologyDescription(subtopologies=[], global_stores=[])
     member = Member(cluster, "m1", "p1")
     try:
-        answer = member.send(
+        answer = member(
             update[0](group_id="app", member_id="m1", topology_epoch=1, topology_description=description)
         )
         assert (answer.error_code, answer.error_message) == (
@@ -395,7 +385,7 @@ def test_a_classic_join_to_a_streams_group(cluster: MockCluster) -> None:
         member.heartbeat()
 
         def join() -> Any:
-            return member.send(
+            return member(
                 JoinGroupRequest[5](
                     group_id="app",
                     session_timeout_ms=10_000,
@@ -471,7 +461,7 @@ def test_task_offsets_members_report_are_described(cluster: MockCluster) -> None
         )
         member.heartbeat()  # reports nothing: the last report stands
         described = (
-            member.send(
+            member(
                 Describe[1](
                     group_ids=["app"], include_authorized_operations=False, include_topology_description=False
                 )

@@ -6,13 +6,12 @@ unknown id is BROKER_ID_NOT_REGISTERED; ALTER on the cluster is required."""
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 
 from broker import MockCluster
 from messages.registry import request_class
 from protocol.errors import ErrorCode
-from tests.support.wire import round_trip
+from tests.support.wire import Connection
 
 STANDARD = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 Unregister = request_class(64)
@@ -22,20 +21,12 @@ DescribeQuorum = request_class(55)
 ApiVersions = request_class(18)
 
 
-class Wire:
+class Wire(Connection):
     """One connection to one broker, numbering its requests."""
 
     def __init__(self, cluster: MockCluster, node_id: int) -> None:
         endpoint = cluster.broker(node_id).advertised_endpoint(cluster.brokers[0].listeners[0].listener)
-        self.sock = socket.create_connection((endpoint.host, endpoint.port), timeout=10)
-        self.correlation_id = 0
-
-    def __call__(self, request: Any) -> Any:
-        self.correlation_id += 1
-        return round_trip(self.sock, request, self.correlation_id, "wire")
-
-    def close(self) -> None:
-        self.sock.close()
+        super().__init__(f"{endpoint.host}:{endpoint.port}")
 
     def unregister(self, broker_id: int) -> Any:
         return self(Unregister[0](broker_id=broker_id))

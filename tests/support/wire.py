@@ -75,3 +75,20 @@ def round_trip(
     return decode_response(
         request, exchange(sock, encode_request(request, correlation_id, client_id, version))
     )
+
+
+class Connection:
+    """A raw connection to the first broker of `bootstrap_servers`: each call sends a
+    request (client id "wire") and returns its decoded answer."""
+
+    def __init__(self, bootstrap_servers: str) -> None:
+        host, port = bootstrap_servers.split(",")[0].rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=10)
+        self.correlation_id = 0
+
+    def __call__(self, request: Any) -> Any:
+        self.correlation_id += 1
+        return round_trip(self.sock, request, self.correlation_id, "wire")
+
+    def close(self) -> None:
+        self.sock.close()
