@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.differential.model import Later, Scenario, Step
+from tests.differential.scenarios.configs import describe as describe_configs
 from tests.differential.scenarios.configs import incremental
 from tests.differential.scenarios.groups import delete_groups, describe_groups, step, with_topic
 
@@ -105,6 +106,10 @@ def scenarios() -> list[Scenario]:
             # no wait for more members: the first assignment comes as soon as it can
             incremental(
                 [(GROUP_RESOURCE, g, [("streams.initial.rebalance.delay.ms", SET, "0")])], compare=False
+            ),
+            # Kafka applies the group config from its metadata a moment later: until it shows
+            describe_configs(
+                [(GROUP_RESOURCE, g, ["streams.initial.rebalance.delay.ms"])], settle=15.0, compare=False
             ),
             heartbeat(g, 0, topology("streams-no-such-topic"), label="StreamsGroupHeartbeat-missing-source"),
             heartbeat(g, -1, label="StreamsGroupHeartbeat-leave-missing", compare=False),
