@@ -439,7 +439,7 @@ def offsets_scenarios() -> list[Scenario]:
             "share-offsets-consumer-group",
             FAMILY,
             (
-                _consumer_heartbeat(consumer, 0, ["x"]),
+                consumer_heartbeat(consumer, 0, ["x"]),
                 alter_offsets(
                     consumer, [(consumer, [(0, 0)])], label="AlterShareGroupOffsets-consumer-group"
                 ),
@@ -448,7 +448,7 @@ def offsets_scenarios() -> list[Scenario]:
                 describe_offsets(
                     consumer, [(consumer, [0])], label="DescribeShareGroupOffsets-consumer-group"
                 ),
-                _consumer_heartbeat(consumer, -1, None),
+                consumer_heartbeat(consumer, -1, None),
                 delete_groups([consumer], compare=False),
             ),
         )
@@ -487,7 +487,7 @@ def authorized_scenario() -> Scenario:
     return Scenario(g, FAMILY, tuple(steps), config=acls.CONFIG)
 
 
-def _consumer_heartbeat(group: str, epoch: int, topics: list[str] | None) -> Step:
+def consumer_heartbeat(group: str, epoch: int, topics: list[str] | None) -> Step:
     """A consumer-protocol member joining (epoch 0) or leaving (-1): the group id is then
     a consumer group's."""
     fields = {

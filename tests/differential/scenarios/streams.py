@@ -16,6 +16,7 @@ from tests.differential.model import Later, Scenario, Step
 from tests.differential.scenarios.configs import describe as describe_configs
 from tests.differential.scenarios.configs import incremental
 from tests.differential.scenarios.groups import delete_groups, describe_groups, step, with_topic
+from tests.differential.scenarios.share import consumer_heartbeat
 
 FAMILY = "streams"
 SGH, SGD, TOPOLOGY_UPDATE, LIST = 88, 89, 93, 16
@@ -267,10 +268,10 @@ def scenarios() -> list[Scenario]:
             "streams-heartbeat-consumer-group",
             FAMILY,
             (
-                _consumer_heartbeat(consumer, 0, ["x"]),
+                consumer_heartbeat(consumer, 0, ["x"]),
                 heartbeat(consumer, 0, topology("x")),
                 describe([consumer]),
-                _consumer_heartbeat(consumer, -1, None),
+                consumer_heartbeat(consumer, -1, None),
                 delete_groups([consumer], compare=False),
             ),
         )
@@ -284,19 +285,3 @@ def _description() -> dict[str, Any]:
         "subtopologies": [{"subtopology_id": "0", "nodes": [{**node, "stores": [], "successors": []}]}],
         "global_stores": [],
     }
-
-
-def _consumer_heartbeat(group: str, epoch: int, topics: list[str] | None) -> Step:
-    fields = {
-        "group_id": group,
-        "member_id": MEMBER,
-        "member_epoch": epoch,
-        "instance_id": None,
-        "rack_id": None,
-        "rebalance_timeout_ms": 30000 if epoch == 0 else -1,
-        "subscribed_topic_names": topics,
-        "subscribed_topic_regex": None,
-        "server_assignor": None,
-        "topic_partitions": [] if epoch == 0 else None,
-    }
-    return step(68, 1, fields, compare=False)
